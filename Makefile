@@ -1,0 +1,46 @@
+# Two commands: `make run` (set up + main job) and `make test` (set up + tests).
+# Everything the project needs is installed from here, on a fresh machine too.
+PY      ?= python3.11
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+export SETUPTOOLS_USE_DISTUTILS := stdlib
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+export OMPI_MCA_rmaps_base_oversubscribe := 1
+export TF_CPP_MIN_LOG_LEVEL := 2
+export PYTHONHASHSEED := 0
+
+.PHONY: run test lint bench setup calibrate clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	@missing=""; command -v mpirun >/dev/null 2>&1 || missing="openmpi-bin libopenmpi-dev"; \
+	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	  if [ -n "$$missing" ]; then $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
+	@[ -x $(BIN)/python ] || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade "pip>=24" "setuptools>=77.0.3,<82" wheel
+	$(BIN)/pip install -q -c requirements.lock numpy==1.26.4
+	$(BIN)/pip install -q --no-build-isolation -c requirements.lock chainer==7.8.1
+	$(BIN)/pip install -q --no-build-isolation -c requirements.lock -e ".[frameworks,dev]"
+	@touch $@
+
+run: $(STAMP)
+	$(BIN)/testbed run scenarios/quickstart.yaml
+
+test: $(STAMP)
+	$(BIN)/ruff check testbed simulators real_runs tests
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m pytest -q tests -k bench --benchmark-enable --benchmark-only
+
+calibrate: $(STAMP)
+	$(BIN)/testbed calibrate ../shared/data/abci-paradl/calibration.csv --system abci-v100
+
+clean:
+	rm -rf $(VENV) .pytest_cache .benchmarks build *.egg-info

@@ -1,0 +1,1 @@
+"""Framework back ends of the training harness (each imports its framework lazily)."""

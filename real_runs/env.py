@@ -1,0 +1,103 @@
+"""Process environment for real runs: child-process settings and environment capture.
+
+Children run with one thread per library (OpenMP, MKL, TensorFlow) so that results
+are reproducible and two processes share a 2-core machine without oversubscription.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import socket
+import sys
+from pathlib import Path
+
+from testbed.measurements import Environment
+
+#: Distribution names of each framework, for version capture.
+FRAMEWORK_DISTS = {"torch": "torch", "tensorflow": "tensorflow-cpu", "chainer": "chainer",
+                   "mpi4py": "mpi4py", "none": ""}
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for a harness child process: single-threaded, quiet, importable."""
+    env = dict(os.environ)
+    for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS"):
+        env[key] = "1"
+    env.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["TF_ENABLE_ONEDNN_OPTS"] = "0"      # oneDNN reorders float sums; keep results exact
+    env["PYTHONHASHSEED"] = "0"
+    env["PYTHONWARNINGS"] = "ignore"
+    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    path = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = f"{REPO_ROOT}{os.pathsep}{path}" if path else str(REPO_ROOT)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def python_cmd(module: str, *args: str) -> list[str]:
+    """Command line that runs ``python -m module args`` with this interpreter."""
+    return [sys.executable, "-m", module, *args]
+
+
+def _version(dist: str) -> str:
+    if not dist:
+        return ""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo (Linux) or ``platform.processor()``."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as stream:
+            for line in stream:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpu_model(framework: str) -> str:
+    """The first GPU's name as the framework sees it, ``"none"`` without one.
+
+    Only asks a framework that is already imported, so capture never pays an import.
+    """
+    if framework == "torch" and "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        if torch.cuda.is_available():
+            return str(torch.cuda.get_device_name(0))
+    if framework == "tensorflow" and "tensorflow" in sys.modules:
+        tf = sys.modules["tensorflow"]
+        gpus = tf.config.list_physical_devices("GPU")
+        if gpus:
+            details = tf.config.experimental.get_device_details(gpus[0])
+            return str(details.get("device_name", gpus[0].name))
+    if framework == "chainer" and "cupy" in sys.modules:
+        cupy = sys.modules["cupy"]
+        return str(cupy.cuda.runtime.getDeviceProperties(0)["name"].decode())
+    return os.environ.get("TESTBED_GPU_MODEL", "none")
+
+
+def capture_environment(framework: str = "none", world_size: int = 1) -> Environment:
+    """The environment of this process, for a measurement record."""
+    versions = {name: _version(dist) for name, dist in FRAMEWORK_DISTS.items()
+                if dist and name != framework}
+    versions = {k: v for k, v in versions.items() if v != "absent"}
+    versions["numpy"] = _version("numpy")
+    return Environment(
+        host=socket.gethostname(), os=f"{platform.system()} {platform.release()}",
+        python=platform.python_version(), cpu_model=cpu_model(), cpu_count=os.cpu_count() or 1,
+        gpu_model=gpu_model(framework), framework=framework,
+        framework_version=_version(FRAMEWORK_DISTS.get(framework, "")),
+        world_size=world_size, versions=versions)

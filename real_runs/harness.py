@@ -1,0 +1,322 @@
+"""The framework-independent training harness: configuration, data, loop, checkpoints.
+
+A :class:`Backend` (PyTorch, TensorFlow/Keras or Chainer) builds the model and runs
+one step; the :class:`Trainer` owns everything else — the generated data set, the
+shuffling data iterator, the framework-independent RNG states (Python ``random`` and
+NumPy's global generator, which frameworks such as Chainer use for dropout), the loss
+history, and writing/restoring complete checkpoints through the
+:class:`~real_runs.store.CheckpointStore`.
+
+A checkpoint holds: the back end's files (model, optimizer with its learning-rate
+schedule, framework RNG state, Keras seed-generator states) plus ``state.json`` with
+the step, the loss history, the Python and NumPy RNG states and the data-iterator
+position. Nothing in it is executable: JSON, ``.npz`` and ``torch.save`` state dicts
+loaded with ``weights_only=True``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from testbed.errors import InputError, UnknownNameError
+from testbed.units import did_you_mean
+
+#: Back-end modules by framework name.
+FRAMEWORKS = {"torch": "real_runs.backends.torch_backend",
+              "tensorflow": "real_runs.backends.tf_backend",
+              "chainer": "real_runs.backends.chainer_backend"}
+FRAMEWORK_ALIASES = {"pytorch": "torch", "tf": "tensorflow", "keras": "tensorflow"}
+
+#: Models every back end builds (all scaled to run on a laptop CPU).
+MODELS = ("mlp", "cnn", "resnet")
+
+#: Kinds of state a restore may deliberately omit, to show which state matters.
+OMITTABLE = ("rng", "optimizer", "data")
+
+IMAGE_SHAPE = (1, 8, 8)   # channels, height, width of the generated images
+CLASSES = 10
+SAMPLES = 256
+
+
+def canonical_framework(name: str) -> str:
+    key = FRAMEWORK_ALIASES.get(name.lower(), name.lower())
+    if key not in FRAMEWORKS:
+        raise UnknownNameError(f"unknown framework {name!r}{did_you_mean(key, FRAMEWORKS)}",
+                               field="framework")
+    return key
+
+
+def check_model(name: str) -> str:
+    if name not in MODELS:
+        raise UnknownNameError(f"unknown model {name!r}{did_you_mean(name, MODELS)}",
+                               field="model")
+    return name
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines a training run (and so its result, bit for bit)."""
+
+    framework: str
+    model: str = "mlp"
+    seed: int = 0
+    steps: int = 10
+    batch_size: int = 16
+    lr: float = 0.05
+    momentum: float = 0.9
+    lr_gamma: float = 0.8      # step decay of the learning rate ...
+    lr_every: int = 4          # ... every this many steps (a real schedule object per framework)
+    dropout: float = 0.25
+    width: int = 32            # hidden width / channels
+    checkpoint_every: int = 0  # 0: no periodic checkpoints
+    keep: int = 3
+
+    def validated(self) -> RunConfig:
+        cfg = replace(self, framework=canonical_framework(self.framework))
+        check_model(cfg.model)
+        for name in ("steps", "batch_size", "width", "lr_every", "keep"):
+            if getattr(cfg, name) <= 0:
+                raise InputError(f"{name} must be positive, got {getattr(cfg, name)}",
+                                 field=name.replace("_", "-"))
+        if cfg.checkpoint_every < 0:
+            raise InputError("checkpoint-every must be >= 0", field="checkpoint-every")
+        if not 0.0 <= cfg.dropout < 1.0:
+            raise InputError("dropout must be in [0, 1)", field="dropout")
+        return cfg
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    loss: float
+    forward_s: float
+    backward_s: float
+    update_s: float
+
+
+class Backend(Protocol):
+    """What a framework back end provides to the trainer."""
+
+    framework: str
+
+    def build(self, cfg: RunConfig) -> None:
+        """Seed the framework, build model, optimizer and learning-rate schedule."""
+
+    def step(self, x: np.ndarray, y: np.ndarray) -> StepResult:
+        """One training step on a batch (NCHW float32 images, int64 labels)."""
+
+    def save(self, directory: Path) -> None:
+        """Write model, optimizer, schedule and framework RNG state into ``directory``."""
+
+    def load(self, directory: Path, omit: frozenset[str]) -> None:
+        """Restore what :meth:`save` wrote, except the kinds named in ``omit``."""
+
+    def parameters(self) -> list[tuple[str, np.ndarray]]:
+        """Model parameters in a fixed order, as NumPy arrays."""
+
+    def layer_times(self) -> dict[str, float]:
+        """Forward seconds per layer accumulated so far (empty where not measurable)."""
+
+    def peak_memory_bytes(self) -> int:
+        """Peak memory of the process (device memory on GPUs)."""
+
+
+def make_backend(framework: str) -> Backend:
+    module = importlib.import_module(FRAMEWORKS[canonical_framework(framework)])
+    return module.make()
+
+
+# -- data --------------------------------------------------------------------------------
+
+def _streams(seed: int) -> dict[str, np.random.SeedSequence]:
+    names = ("data", "shuffle", "init", "python", "numpy_global", "framework")
+    return dict(zip(names, np.random.SeedSequence(seed).spawn(len(names)), strict=True))
+
+
+def make_dataset(seed: int, samples: int = SAMPLES) -> tuple[np.ndarray, np.ndarray]:
+    """A generated image-classification set: Gaussian images labelled by a random teacher."""
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed).spawn(1)[0]))
+    x = rng.standard_normal((samples, *IMAGE_SHAPE), dtype=np.float32)
+    teacher = rng.standard_normal((int(np.prod(IMAGE_SHAPE)), CLASSES)).astype(np.float32)
+    y = np.argmax(x.reshape(samples, -1) @ teacher, axis=1).astype(np.int64)
+    return x, y
+
+
+class DataIterator:
+    """Shuffled mini-batches, epoch after epoch; its state is its position and RNG."""
+
+    def __init__(self, samples: int, batch_size: int, seed_seq: np.random.SeedSequence) -> None:
+        self.samples = samples
+        self.batch_size = batch_size
+        self.rng = np.random.Generator(np.random.PCG64(seed_seq))
+        self.epoch = 0
+        self.position = 0
+        self.order = self.rng.permutation(samples)
+
+    def next_indices(self) -> np.ndarray:
+        if self.position + self.batch_size > self.samples:
+            self.epoch += 1
+            self.position = 0
+            self.order = self.rng.permutation(self.samples)
+        idx = self.order[self.position:self.position + self.batch_size]
+        self.position += self.batch_size
+        return idx
+
+    def state(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "position": self.position,
+                "order": [int(i) for i in self.order], "bit_generator": self.rng.bit_generator.state}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.epoch = int(state["epoch"])
+        self.position = int(state["position"])
+        self.order = np.asarray(state["order"], dtype=np.int64)
+        self.rng.bit_generator.state = state["bit_generator"]
+
+
+def seed_process_globals(seed: int) -> None:
+    """Set Python's and NumPy's process-global generators from the run seed.
+
+    The testbed itself never uses global RNGs; frameworks do (Chainer draws dropout
+    masks from NumPy's global generator), so a real run must control and checkpoint
+    them. Seeded from named SeedSequence streams, without ``np.random.seed``.
+    """
+    streams = _streams(seed)
+    random.setstate(random.Random(int(streams["python"].generate_state(1)[0])).getstate())
+    local = np.random.RandomState(np.random.MT19937(streams["numpy_global"]))
+    np.random.set_state(local.get_state())
+
+
+def framework_seed(seed: int) -> int:
+    """A 31-bit seed for a framework's own generator, derived from the run seed."""
+    return int(_streams(seed)["framework"].generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def _numpy_global_state() -> dict[str, Any]:
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {"name": name, "keys": [int(k) for k in keys], "pos": int(pos),
+            "has_gauss": int(has_gauss), "gauss": float(gauss)}
+
+
+def _restore_numpy_global(state: dict[str, Any]) -> None:
+    np.random.set_state((state["name"], np.asarray(state["keys"], dtype=np.uint32), state["pos"],
+                         state["has_gauss"], state["gauss"]))
+
+
+def _python_state() -> list[Any]:
+    version, internal, gauss = random.getstate()
+    return [version, list(internal), gauss]
+
+
+def _restore_python(state: list[Any]) -> None:
+    random.setstate((state[0], tuple(state[1]), state[2]))
+
+
+def params_sha256(params: list[tuple[str, np.ndarray]]) -> str:
+    """Digest of parameter names, dtypes, shapes and bytes, in the back end's order."""
+    digest = hashlib.sha256()
+    for name, array in params:
+        arr = np.ascontiguousarray(array)
+        digest.update(f"{name}|{arr.dtype.str}|{arr.shape}\n".encode())
+        digest.update(arr.tobytes())
+    return digest.hexdigest()
+
+
+# -- trainer -----------------------------------------------------------------------------
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Trainer:
+    """Runs one training job of a back end: steps, checkpoints, restore."""
+
+    cfg: RunConfig
+    backend: Backend
+    emit: Emit = field(default=lambda record: None)
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+    timings: list[StepResult] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        seed_process_globals(self.cfg.seed)
+        self.backend.build(self.cfg)
+        self.x, self.y = make_dataset(self.cfg.seed)
+        self.iterator = DataIterator(len(self.x), self.cfg.batch_size,
+                                     _streams(self.cfg.seed)["shuffle"])
+
+    def train_until(self, end_step: int, store: Any = None) -> None:
+        """Train up to ``end_step``, checkpointing every ``checkpoint_every`` steps."""
+        every = self.cfg.checkpoint_every
+        while self.step < end_step:
+            idx = self.iterator.next_indices()
+            result = self.backend.step(self.x[idx], self.y[idx])
+            self.step += 1
+            self.losses.append(float(result.loss))
+            self.timings.append(result)
+            self.emit({"event": "step", "step": self.step, "loss": float(result.loss)})
+            if store is not None and every and self.step % every == 0 and self.step < self.cfg.steps:
+                self.checkpoint(store)
+
+    def checkpoint(self, store: Any) -> Any:
+        started = time.perf_counter()
+        self.emit({"event": "checkpoint_begin", "step": self.step})
+        tmp = store.begin(self.step)
+        self.backend.save(tmp)
+        state = {"step": self.step, "losses": self.losses, "python_random": _python_state(),
+                 "numpy_global": _numpy_global_state(), "data": self.iterator.state(),
+                 "config": self.cfg.to_dict()}
+        with open(tmp / "state.json", "w", encoding="utf-8") as stream:
+            json.dump(state, stream)
+        entry = store.commit(tmp, self.step, meta={"seed": self.cfg.seed})
+        self.emit({"event": "checkpoint_commit", "step": self.step,
+                   "bytes": store.bytes_on_disk(entry),
+                   "duration_s": time.perf_counter() - started})
+        return entry
+
+    def restore(self, directory: Path, omit: frozenset[str] = frozenset()) -> None:
+        """Restore a checkpoint written by :meth:`checkpoint` (minus ``omit``)."""
+        with open(directory / "state.json", encoding="utf-8") as stream:
+            state = json.load(stream)
+        theirs = RunConfig.from_dict(state["config"])
+        mine = self.cfg
+        # A checkpoint is only valid for the same training problem; steps and checkpoint
+        # cadence may differ between incarnations.
+        same = replace(theirs, steps=mine.steps, checkpoint_every=mine.checkpoint_every,
+                       keep=mine.keep)
+        if same != mine:
+            diff = sorted(k for k, v in same.to_dict().items() if mine.to_dict()[k] != v)
+            raise InputError(f"checkpoint was written by a different run configuration "
+                             f"({', '.join(diff)} differ)", source=str(directory))
+        self.backend.load(directory, omit)
+        self.step = int(state["step"])
+        self.losses = [float(v) for v in state["losses"]]
+        if "rng" not in omit:
+            _restore_python(state["python_random"])
+            _restore_numpy_global(state["numpy_global"])
+        if "data" not in omit:
+            self.iterator.restore(state["data"])
+        else:
+            # Without the iterator position the run restarts its data stream from scratch.
+            self.iterator = DataIterator(len(self.x), self.cfg.batch_size,
+                                         _streams(self.cfg.seed)["shuffle"])
+
+    def result(self) -> dict[str, Any]:
+        params = self.backend.parameters()
+        return {"step": self.step, "losses": self.losses, "params_sha256": params_sha256(params),
+                "parameters": int(sum(a.size for _, a in params))}

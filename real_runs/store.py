@@ -1,0 +1,237 @@
+"""Atomic checkpoint store with SHA-256 manifests, keep-last-k and fallback on damage.
+
+Layout of a checkpoint directory::
+
+    ROOT/step-00000012/            one committed checkpoint
+        MANIFEST.json              framework, model, step, sha256 + bytes of every file
+        state.json, model.pt ...   the files the harness wrote
+    ROOT/.tmp-step-00000016-PID/   a checkpoint being written (never loaded)
+
+A checkpoint is written into a temporary directory, every file is fsynced, the
+manifest is written and fsynced last, and the directory is renamed to its final name
+(atomic on POSIX) and the parent fsynced. A kill at any moment therefore leaves either
+the old set of checkpoints or the old set plus one complete new one. On load every
+file's SHA-256 is checked; a damaged newest checkpoint is reported and the previous one
+is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.errors import InputError
+
+MANIFEST = "MANIFEST.json"
+PREFIX = "step-"
+TMP_PREFIX = ".tmp-step-"
+FORMAT_VERSION = 1
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A committed checkpoint on disk."""
+
+    step: int
+    path: Path
+
+
+class CheckpointStore:
+    """Checkpoints of one (framework, model) training run under ``root``."""
+
+    def __init__(self, root: str | Path, framework: str, model: str, keep: int = 3,
+                 write_delay_s: float = 0.0) -> None:
+        if keep < 1:
+            raise InputError("keep must be >= 1", field="keep")
+        self.root = Path(root)
+        self.framework = framework
+        self.model = model
+        self.keep = keep
+        # Fault injection: a pause between writing the files and committing them, so a
+        # supervisor can kill the writer in the middle of a checkpoint (slow storage).
+        self.write_delay_s = write_delay_s
+
+    # -- validation (never modifies anything) ------------------------------------------
+
+    def check_usable(self) -> None:
+        """Raise InputError if the root cannot be written or holds another run's checkpoints."""
+        if self.root.exists() and not self.root.is_dir():
+            raise InputError("checkpoint path exists and is not a directory",
+                             source=str(self.root))
+        probe = self.root if self.root.exists() else self._existing_parent()
+        if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+            raise InputError("checkpoint directory is not writable", source=str(self.root))
+        try:  # access() says yes to root everywhere; a real write tells the truth
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=".probe-", dir=self.root)
+            os.close(fd)
+            os.unlink(name)
+        except OSError as exc:
+            raise InputError(f"checkpoint directory is not writable ({exc.strerror})",
+                             source=str(self.root)) from None
+        for entry in self.committed():
+            manifest = self._read_manifest(entry.path)
+            if manifest is None:
+                continue  # damaged: detected (and skipped) on load
+            theirs = (manifest.get("framework"), manifest.get("model"))
+            if theirs != (self.framework, self.model):
+                raise InputError(
+                    f"checkpoint {entry.path.name} is from framework={theirs[0]} "
+                    f"model={theirs[1]}, not framework={self.framework} model={self.model}",
+                    source=str(self.root))
+
+    def _existing_parent(self) -> Path:
+        path = self.root.resolve()
+        while not path.exists():
+            path = path.parent
+        return path
+
+    # -- listing and verification ------------------------------------------------------
+
+    def committed(self) -> list[Committed]:
+        """Committed checkpoints, oldest first."""
+        if not self.root.is_dir():
+            return []
+        found = []
+        for child in self.root.iterdir():
+            if child.is_dir() and child.name.startswith(PREFIX):
+                try:
+                    found.append(Committed(int(child.name[len(PREFIX):]), child))
+                except ValueError:
+                    continue
+        return sorted(found, key=lambda c: c.step)
+
+    @staticmethod
+    def _read_manifest(path: Path) -> dict | None:
+        try:
+            with open(path / MANIFEST, encoding="utf-8") as stream:
+                data = json.load(stream)
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def verify(self, entry: Committed) -> str | None:
+        """None if the checkpoint is intact, else the reason it is not."""
+        manifest = self._read_manifest(entry.path)
+        if manifest is None:
+            return "manifest missing or unreadable"
+        if manifest.get("step") != entry.step:
+            return "manifest step does not match directory"
+        files = manifest.get("files")
+        if not isinstance(files, dict) or not files:
+            return "manifest lists no files"
+        for name, info in sorted(files.items()):
+            path = entry.path / name
+            if not path.is_file():
+                return f"{name} missing"
+            if path.stat().st_size != info.get("bytes"):
+                return f"{name} has {path.stat().st_size} bytes, manifest says {info.get('bytes')}"
+            if sha256_file(path) != info.get("sha256"):
+                return f"{name} sha256 mismatch"
+        return None
+
+    def latest_valid(self, on_corrupt: Callable[[Committed, str], None] | None = None
+                     ) -> Committed | None:
+        """The newest intact checkpoint; damaged newer ones are reported and skipped."""
+        for entry in reversed(self.committed()):
+            reason = self.verify(entry)
+            if reason is None:
+                return entry
+            if on_corrupt is not None:
+                on_corrupt(entry, reason)
+        return None
+
+    def manifest(self, entry: Committed) -> dict:
+        data = self._read_manifest(entry.path)
+        if data is None:
+            raise InputError("manifest unreadable", source=str(entry.path))
+        return data
+
+    # -- writing -------------------------------------------------------------------------
+
+    def clean_partial(self) -> list[str]:
+        """Remove checkpoints that were being written when a writer died."""
+        removed = []
+        if self.root.is_dir():
+            for child in self.root.iterdir():
+                if child.name.startswith(TMP_PREFIX):
+                    shutil.rmtree(child, ignore_errors=True)
+                    removed.append(child.name)
+        return removed
+
+    def begin(self, step: int) -> Path:
+        """A fresh temporary directory to write the checkpoint of ``step`` into."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f"{TMP_PREFIX}{step:08d}-{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        return tmp
+
+    def commit(self, tmp: Path, step: int, meta: dict | None = None) -> Committed:
+        """Checksum and fsync every file in ``tmp``, write the manifest, rename atomically."""
+        files = {}
+        for path in sorted(tmp.rglob("*")):
+            if path.is_file():
+                _fsync_path(path)
+                files[str(path.relative_to(tmp))] = {"sha256": sha256_file(path),
+                                                     "bytes": path.stat().st_size}
+        for path in sorted(p for p in tmp.rglob("*") if p.is_dir()):
+            _fsync_path(path)
+        if self.write_delay_s > 0:
+            time.sleep(self.write_delay_s)
+        manifest = {"format_version": FORMAT_VERSION, "framework": self.framework,
+                    "model": self.model, "step": step, "files": files, "meta": meta or {}}
+        with open(tmp / MANIFEST, "w", encoding="utf-8") as stream:
+            json.dump(manifest, stream, sort_keys=True, indent=1)
+            stream.flush()
+            os.fsync(stream.fileno())
+        _fsync_path(tmp)
+        final = self.root / f"{PREFIX}{step:08d}"
+        if final.exists():
+            # Re-writing the same step after a restart: replace it atomically enough —
+            # move the old one aside first so a crash leaves one of the two intact.
+            aside = self.root / f"{TMP_PREFIX}{step:08d}-old-{os.getpid()}"
+            os.rename(final, aside)
+            os.rename(tmp, final)
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            os.rename(tmp, final)
+        _fsync_path(self.root)
+        self.prune()
+        return Committed(step, final)
+
+    def prune(self) -> list[int]:
+        """Keep the newest ``keep`` committed checkpoints; returns the steps removed."""
+        entries = self.committed()
+        removed = []
+        for entry in entries[:-self.keep]:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.step)
+        return removed
+
+    def bytes_on_disk(self, entry: Committed) -> int:
+        return sum(p.stat().st_size for p in entry.path.rglob("*") if p.is_file())

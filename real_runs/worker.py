@@ -1,0 +1,137 @@
+"""The training child process: ``python -m real_runs.worker``.
+
+It speaks JSON lines on its original standard output (libraries that print are moved
+to standard error), one record per event — ``ready``, ``load``,
+``corruption_detected``, ``step``, ``checkpoint_begin``, ``checkpoint_commit`` — and a
+final ``result`` record. A supervisor reads these to time the run and to decide when
+to kill it.
+
+Two ways to run:
+
+* ``--request JSON``: one training job, then exit (what the supervisor starts).
+* ``--serve [--max-requests N]``: import the framework, then read requests from
+  standard input, one per line. A server with ``--max-requests 1`` is a *fresh
+  process* that was started early so that its import overlaps other work.
+
+A request: ``{"cfg": RunConfig fields, "ckpt_dir": path or null, "resume": bool,
+"until": step, "save_final": bool, "omit": [...], "write_delay_s": float}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from typing import Any, TextIO
+
+from testbed.errors import InputError
+
+
+def _protocol_stream() -> TextIO:
+    """Keep the real stdout for the protocol; send anything else printed to stderr."""
+    sys.stdout.flush()
+    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    return proto
+
+
+def run_request(request: dict[str, Any], emit) -> dict[str, Any]:
+    """Run one training request; returns the result record."""
+    from real_runs.harness import OMITTABLE, RunConfig, Trainer, make_backend
+    from real_runs.store import CheckpointStore
+
+    cfg = RunConfig.from_dict(request["cfg"]).validated()
+    omit = frozenset(request.get("omit", ()))
+    unknown = omit - set(OMITTABLE)
+    if unknown:
+        raise InputError(f"cannot omit {sorted(unknown)}; choose from {list(OMITTABLE)}",
+                         field="omit")
+    until = int(request.get("until") or cfg.steps)
+    store = None
+    if request.get("ckpt_dir"):
+        store = CheckpointStore(request["ckpt_dir"], cfg.framework, cfg.model, keep=cfg.keep,
+                                write_delay_s=float(request.get("write_delay_s", 0.0)))
+        store.check_usable()
+    started = time.perf_counter()
+    trainer = Trainer(cfg, make_backend(cfg.framework), emit=emit)
+    emit({"event": "ready", "setup_s": time.perf_counter() - started})
+    loaded_step = 0
+    if store is not None and request.get("resume", True):
+        for name in store.clean_partial():
+            emit({"event": "partial_removed", "name": name})
+
+        def on_corrupt(entry, reason):
+            emit({"event": "corruption_detected", "step": entry.step, "reason": reason})
+
+        entry = store.latest_valid(on_corrupt)
+        if entry is not None:
+            t0 = time.perf_counter()
+            trainer.restore(entry.path, omit)
+            loaded_step = trainer.step
+            emit({"event": "load", "step": loaded_step, "duration_s": time.perf_counter() - t0})
+    trainer.train_until(until, store)
+    if store is not None and request.get("save_final"):
+        trainer.checkpoint(store)
+    result = trainer.result()
+    result.update({"type": "result", "loaded_step": loaded_step, "framework": cfg.framework,
+                   "model": cfg.model,
+                   "peak_memory_bytes": trainer.backend.peak_memory_bytes()})
+    if request.get("timings"):
+        result["timings"] = [[t.forward_s, t.backward_s, t.update_s] for t in trainer.timings]
+        result["layer_s"] = trainer.backend.layer_times()
+        result["parameter_count"] = trainer.backend.parameter_count()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    warnings.filterwarnings("ignore")
+    parser = argparse.ArgumentParser(prog="real_runs.worker")
+    parser.add_argument("--request")
+    parser.add_argument("--serve", action="store_true")
+    parser.add_argument("--max-requests", type=int, default=0)
+    parser.add_argument("--preload", default="")
+    args = parser.parse_args(argv)
+    proto = _protocol_stream()
+
+    def emit(record: dict[str, Any]) -> None:
+        record.setdefault("type", "event")
+        proto.write(json.dumps(record) + "\n")
+        proto.flush()
+
+    if args.serve:
+        if args.preload:
+            from real_runs.harness import make_backend
+            make_backend(args.preload)  # pay the framework import before the first request
+            if args.preload == "tensorflow":
+                import tensorflow  # noqa: F401
+            elif args.preload == "torch":
+                import torch  # noqa: F401
+            elif args.preload == "chainer":
+                from real_runs.backends.chainer_backend import import_chainer
+                import_chainer()
+        emit({"event": "serving"})
+        served = 0
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                emit(run_request(json.loads(line), emit))
+            except InputError as exc:
+                emit({"type": "error", "message": exc.format()})
+            served += 1
+            if args.max_requests and served >= args.max_requests:
+                break
+        return 0
+    try:
+        emit(run_request(json.loads(args.request), emit))
+    except InputError as exc:
+        print(f"testbed: error: {exc.format()}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

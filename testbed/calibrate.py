@@ -1,0 +1,268 @@
+"""Fit a system profile's ``calibration`` section from measured iteration times.
+
+Input: a CSV of measured seconds per iteration (the ABCI/ParaDL format of
+``../shared/data/abci-paradl/calibration.csv``: model, strategy, gpus, gpus_per_group,
+samples_per_gpu, global_batch, input_sample_shape, s_per_iter_median, …).
+
+What is fitted, and why this way (few points, and predictions must extrapolate from
+≤16 GPUs to 1,024):
+
+1. **Compute**: seconds per sample of each model, from its 1-GPU data-parallel run
+   (framework overhead and data loading included). Other input sizes scale by FLOPs.
+2. **Network efficiency** per tier (achieved / nominal bandwidth), per model, from the
+   data-parallel runs: 2–4 GPUs fix the NVLink tier, 8–16 GPUs the InfiniBand tier;
+   the outer InfiniBand tiers (rack, spine) share the leaf's efficiency — same links —
+   and keep their nominal latency and oversubscription, which is what makes
+   communication grow beyond the calibrated range.
+3. **Implementation factors** per model and model-parallel strategy (ds, df,
+   spatial, …): ``T = k·compute + communication + overhead`` is linear in ``k`` and
+   ``overhead``; both are fitted by relative least squares, ``overhead ≥ 0``, and only
+   ``k`` when all runs share one batch size.
+
+Nothing is fitted to runs beyond the CSV; ``holdout`` reports how well a fit on
+≤8-GPU runs predicts the 16-GPU runs, a check of the extrapolation itself.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+from scipy.optimize import minimize_scalar
+
+from testbed.errors import ScenarioError
+from testbed.oracle import Request, estimate, resolve_model
+from testbed.systems import (
+    Calibration,
+    ModelCalibration,
+    StrategyCalibration,
+    SystemProfile,
+)
+from testbed.units import parse_shape
+
+MARKER = "# --- calibration: written by `testbed calibrate`; edit the data, not this block ---"
+REQUIRED = ("model", "strategy", "gpus", "gpus_per_group", "samples_per_gpu", "global_batch",
+            "input_sample_shape", "s_per_iter_median")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured configuration (seconds per training iteration)."""
+
+    model: str
+    strategy: str
+    gpus: int
+    group_size: int
+    global_batch: int
+    input_shape: tuple[int, ...]
+    s_per_iter: float
+    source: str = ""
+
+
+def read_measurements(path: str | Path) -> list[Measurement]:
+    """Read the calibration CSV; errors name the file, line and column."""
+    p = Path(path)
+    try:
+        handle = p.open(newline="")
+    except OSError as exc:
+        raise ScenarioError(f"cannot read measurements: {exc.strerror}", source=str(p)) from None
+    rows: list[Measurement] = []
+    with handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ScenarioError(f"missing column(s) {', '.join(missing)}", source=str(p), line=1)
+        for line_no, row in enumerate(reader, start=2):
+            try:
+                m = Measurement(
+                    model=row["model"].strip(), strategy=row["strategy"].strip(),
+                    gpus=int(row["gpus"]), group_size=int(row["gpus_per_group"]),
+                    global_batch=int(row["global_batch"]),
+                    input_shape=parse_shape(row["input_sample_shape"], source=str(p),
+                                            field="input_sample_shape"),
+                    s_per_iter=float(row["s_per_iter_median"]), source=row.get("source", ""))
+            except (TypeError, ValueError) as exc:
+                raise ScenarioError(f"malformed row: {exc}", source=str(p), line=line_no) from None
+            if m.gpus <= 0 or m.global_batch <= 0 or not m.s_per_iter > 0:
+                raise ScenarioError("gpus, global_batch and s_per_iter_median must be positive",
+                                    source=str(p), line=line_no)
+            rows.append(m)
+    if not rows:
+        raise ScenarioError("no measurements", source=str(p))
+    return rows
+
+
+def request_for(m: Measurement, system: SystemProfile) -> Request:
+    """The oracle request that describes a measured run."""
+    strategy, gpus, group = m.strategy, m.gpus, None
+    if strategy in ("ds", "df"):
+        group = m.group_size
+    return Request(model=resolve_model(m.model, m.input_shape), system=system,
+                   strategy=strategy, gpus=gpus, global_batch=m.global_batch, group_size=group)
+
+
+def accuracy(pred: float, meas: float) -> float:
+    """min(pred, meas) / max(pred, meas): 1 is perfect, symmetric in over/under."""
+    return min(pred, meas) / max(pred, meas)
+
+
+def _with(system: SystemProfile, calibration: Calibration) -> SystemProfile:
+    return system.model_copy(update={"calibration": calibration})
+
+
+def _tier_names(system: SystemProfile) -> list[str]:
+    return [t.name for t in system.network.tiers]
+
+
+def fit(measurements: list[Measurement], system: SystemProfile, source: str = "") -> Calibration:
+    """Fit compute, network efficiencies and implementation factors (see module doc)."""
+    tiers = _tier_names(system)
+    gpn = system.node.gpus_per_node
+    models: dict[str, ModelCalibration] = {}
+    by_model: dict[str, list[Measurement]] = {}
+    for m in measurements:
+        by_model.setdefault(m.model, []).append(m)
+
+    for name, rows in sorted(by_model.items()):
+        single = [m for m in rows if m.strategy == "data" and m.gpus == 1]
+        if not single:
+            continue
+        ref = min(single, key=lambda m: m.s_per_iter / m.global_batch)
+        model = resolve_model(name, ref.input_shape)
+        mc = ModelCalibration(s_per_sample=ref.s_per_iter / ref.global_batch,
+                              input_shape="x".join(map(str, ref.input_shape)),
+                              forward_flops=float(model.forward_flops))
+        data_rows = [m for m in rows if m.strategy == "data" and m.gpus > 1]
+        eff = {t: 1.0 for t in tiers}
+        # inner tier from runs inside a node, outer tiers (same links) from the rest
+        for group, names in (([m for m in data_rows if m.gpus <= gpn], tiers[:1]),
+                             ([m for m in data_rows if m.gpus > gpn], tiers[1:])):
+            if not group or not names:
+                continue
+            value = _fit_efficiency(group, system, name, mc, eff, names)
+            eff.update({t: value for t in names})
+        mc = mc.model_copy(update={"network_efficiency": eff})
+        strategies: dict[str, StrategyCalibration] = {}
+        for strategy in sorted({m.strategy for m in rows} - {"data"}):
+            srows = [m for m in rows if m.strategy == strategy]
+            strategies[strategy] = _fit_strategy(srows, system, name, mc)
+        models[name] = mc.model_copy(update={"strategies": strategies})
+    cal = Calibration(source=source, method="testbed.calibrate.fit", models=models)
+    return cal
+
+
+def _predict_with(system: SystemProfile, name: str, mc: ModelCalibration,
+                  m: Measurement) -> float:
+    cal = Calibration(models={name: mc})
+    est = estimate(request_for(m, _with(system, cal)))
+    return est.time_per_iteration_s if est.time_per_iteration_s is not None else math.inf
+
+
+def _fit_efficiency(rows, system, name, mc, eff, names) -> float:
+    """One efficiency for ``names`` tiers minimising squared relative error."""
+
+    def loss(e: float) -> float:
+        trial = mc.model_copy(update={"network_efficiency": {**eff, **{t: e for t in names}}})
+        return sum(((_predict_with(system, name, trial, m) - m.s_per_iter) / m.s_per_iter) ** 2
+                   for m in rows)
+
+    res = minimize_scalar(loss, bounds=(0.02, 1.0), method="bounded",
+                          options={"xatol": 1e-4})
+    return round(float(res.x), 4)
+
+
+def _fit_strategy(rows, system, name, mc) -> StrategyCalibration:
+    """Fit ``T = k·C + R + o`` (C: ideal compute, R: modelled communication and I/O)."""
+    base = mc.model_copy(update={"strategies": {}})
+    cs, rs, ts = [], [], []
+    for m in rows:
+        cal = Calibration(models={name: base})
+        est = estimate(request_for(m, _with(system, cal)))
+        if not est.feasible and est.time_per_iteration_s is None:
+            continue
+        cs.append(est.compute_s)
+        rs.append(est.time_per_iteration_s - est.compute_s)
+        ts.append(m.s_per_iter)
+    if not cs:
+        return StrategyCalibration()
+    c, r, t = map(np.asarray, (cs, rs, ts))
+    w = 1.0 / t
+    y = (t - r) * w
+    k, o = None, 0.0
+    if len(set(np.round(c, 12))) >= 2:
+        a = np.stack([c * w, w], axis=1)
+        (k, o), *_ = np.linalg.lstsq(a, y, rcond=None)
+    if k is None or o < 0 or k <= 0:
+        o = 0.0
+        k = float((c * w * y).sum() / (c * w * c * w).sum())
+    return StrategyCalibration(compute_scale=round(max(float(k), 1e-3), 5),
+                               overhead_s=round(float(o), 6), points=len(cs))
+
+
+def evaluate(measurements: list[Measurement], system: SystemProfile) -> list[dict]:
+    """Predicted vs measured for every row with the profile's calibration."""
+    out = []
+    for m in measurements:
+        est = estimate(request_for(m, system))
+        pred = est.time_per_iteration_s
+        out.append({"model": m.model, "strategy": m.strategy, "gpus": m.gpus,
+                    "global_batch": m.global_batch, "measured_s": m.s_per_iter,
+                    "predicted_s": pred, "feasible": est.feasible,
+                    "accuracy": accuracy(pred, m.s_per_iter) if pred else 0.0})
+    return out
+
+
+def holdout(measurements: list[Measurement], system: SystemProfile, max_fit_gpus: int = 8) -> dict:
+    """Fit on runs with ≤ ``max_fit_gpus`` GPUs, score the larger ones (extrapolation)."""
+    train = [m for m in measurements if m.gpus <= max_fit_gpus]
+    test = [m for m in measurements if m.gpus > max_fit_gpus]
+    cal = fit(train, system)
+    rows = evaluate(test, _with(system, cal))
+    scored = [r for r in rows if r["model"] in cal.models]
+    mean = float(np.mean([r["accuracy"] for r in scored])) if scored else float("nan")
+    return {"mean_accuracy": mean, "rows": scored}
+
+
+def calibrate(csv_path: str | Path, system: SystemProfile) -> tuple[Calibration, list[dict], dict]:
+    """Fit from a CSV; return the calibration, in-sample rows and the holdout check."""
+    measurements = read_measurements(csv_path)
+    bare = _with(system, None)
+    cal = fit(measurements, bare, source=str(csv_path))
+    rows = evaluate(measurements, _with(bare, cal))
+    scored = [r for r in rows if r["model"] in cal.models]
+    held = holdout(measurements, bare)
+    acc = {"in_sample_mean": round(float(np.mean([r["accuracy"] for r in scored])), 4),
+           "holdout_16_from_le8_mean": round(held["mean_accuracy"], 4)}
+    cal = cal.model_copy(update={"accuracy": acc})
+    return cal, rows, held
+
+
+def write_calibration(profile_path: str | Path, calibration: Calibration) -> None:
+    """Replace the calibration block at the end of a profile YAML, atomically; the
+    hand-written part above the marker (with its comments) is kept as it is."""
+    path = Path(profile_path)
+    text = path.read_text()
+    head = text.split(MARKER)[0].rstrip("\n")
+    data = yaml.safe_load(head) or {}
+    if "calibration" in data:
+        raise ScenarioError("calibration must only appear in the generated block",
+                            source=str(path), field="calibration")
+    block = yaml.safe_dump({"calibration": calibration.model_dump(mode="json")},
+                           sort_keys=False, default_flow_style=False, width=100)
+    new = f"{head}\n{MARKER}\n{block}"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(new)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,1 @@
+"""The ``testbed`` command line: one click group, one module per command family."""

@@ -1,0 +1,48 @@
+"""``testbed calibrate``: fit a system profile's calibration from measurements."""
+
+from __future__ import annotations
+
+import click
+
+from testbed.cli.common import emit_json, table
+from testbed.errors import InputError
+from testbed.systems import SYSTEMS_DIR, load_system
+
+
+@click.command("calibrate")
+@click.argument("measurements", type=click.Path(dir_okay=False))
+@click.option("--system", required=True, help="Profile to calibrate (name or YAML path).")
+@click.option("--dry-run", is_flag=True, help="Fit and report, do not write the profile.")
+@click.option("--json", "as_json", is_flag=True)
+def calibrate_cmd(measurements, system, dry_run, as_json) -> None:
+    """Fit compute times, network efficiencies and strategy factors from a CSV of
+    measured seconds per iteration, and write them into the profile's calibration block."""
+    from pathlib import Path
+
+    from testbed.calibrate import calibrate, write_calibration
+
+    profile = load_system(system)
+    path = Path(profile.source) if profile.source else SYSTEMS_DIR / f"{system}.yaml"
+    if not Path(measurements).exists():
+        raise InputError("no such file", source=measurements)
+    cal, rows, held = calibrate(measurements, profile)
+    if not dry_run:
+        write_calibration(path, cal)
+        from testbed.systems import _load_path
+        _load_path.cache_clear()
+    if as_json:
+        emit_json({"calibration": cal.model_dump(mode="json"), "rows": rows,
+                   "written": None if dry_run else str(path)})
+        return
+    click.echo(table(["model", "strategy", "gpus", "batch", "measured", "predicted", "accuracy"],
+                     [(r["model"], r["strategy"], r["gpus"], r["global_batch"],
+                       f"{r['measured_s']:.4f}", f"{r['predicted_s']:.4f}",
+                       f"{r['accuracy']:.3f}") for r in rows], align="llrrrrr"))
+    click.echo(f"\nmean accuracy in sample: {cal.accuracy['in_sample_mean']:.4f}; "
+               f"16-GPU runs predicted from a ≤8-GPU fit: "
+               f"{cal.accuracy['holdout_16_from_le8_mean']:.4f}")
+    click.echo("dry run: profile not written" if dry_run else f"wrote calibration to {path}")
+
+
+def register(cli) -> None:
+    cli.add_command(calibrate_cmd)

@@ -1,0 +1,163 @@
+"""``testbed oracle predict`` and ``testbed oracle sweep``."""
+
+from __future__ import annotations
+
+import click
+
+from testbed.cli.common import emit_json, positive, shape_option, table
+from testbed.errors import InputError
+from testbed.oracle import STRATEGIES, Estimate, Request, estimate, resolve_model
+from testbed.oracle.sweep import sweep
+from testbed.systems import load_system
+from testbed.units import format_bytes, format_duration
+
+
+def _mask(path: str | None, model):
+    if path is None:
+        return None
+    from testbed.model.netfile import load_mask
+    return load_mask(path, model)
+
+
+def print_estimate(e: Estimate) -> None:
+    """Readable report of one estimate."""
+    head = f"{e.model} on {e.system}: {e.strategy}, {e.gpus} GPU(s), global batch {e.global_batch}"
+    if e.group_size:
+        head += f", groups of {e.group_size}"
+    if e.mode != "testbed":
+        head += f" [{e.mode} mode]"
+    click.echo(head)
+    if e.time_per_iteration_s is None:
+        click.echo(f"  infeasible: {e.reason}")
+        return
+    rows = [
+        ("time per iteration", format_duration(e.time_per_iteration_s), "100.0%"),
+    ]
+    for name, value in e.phases_s.items():
+        if value > 0:
+            rows.append((f"  {name}", format_duration(value),
+                         f"{100 * value / e.time_per_iteration_s:.1f}%"))
+    click.echo(table(["phase", "time", "share"], rows))
+    click.echo(f"throughput: {e.samples_per_s:,.1f} samples/s   bottleneck: {e.bottleneck}")
+    if e.collectives:
+        click.echo(table(["collective", "time", "algorithm", "tier", "count"],
+                         [(c["phase"], format_duration(c["time_s"]), c["algorithm"], c["tier"],
+                           c["count"]) for c in e.collectives], align="lrllr"))
+    mem = [(k, format_bytes(v)) for k, v in e.memory_breakdown_bytes.items() if v]
+    click.echo(table(["memory per GPU", "bytes"],
+                     mem + [("total", f"{format_bytes(e.memory_per_gpu_bytes)} of "
+                                      f"{format_bytes(e.memory_capacity_bytes)}")]))
+    click.echo(f"per epoch ({e.iterations_per_epoch:,} iterations): "
+               f"{format_duration(e.epoch_s)} (compute {e.compute_epoch_s:.2f} s, "
+               f"communication {e.communication_epoch_s:.3f} s)")
+    if not e.feasible:
+        click.echo(f"INFEASIBLE: {e.reason}")
+
+
+@click.group("oracle")
+def oracle() -> None:
+    """Analytical cost model of parallel CNN training (ParaDL-faithful, calibrated)."""
+
+
+@oracle.command("predict")
+@click.option("--system", required=True, help="System profile name or YAML path.")
+@click.option("--model", required=True, help="Zoo model name or ParaDL .net file.")
+@click.option("--strategy", required=True, type=str,
+              help=f"One of: {', '.join(STRATEGIES)}.")
+@click.option("--gpus", required=True, type=int)
+@click.option("--global-batch", required=True, type=int)
+@click.option("--group-size", type=int, help="GPUs per model-parallel group (df, ds).")
+@click.option("--input-shape", help="Per-sample shape, e.g. 3x224x224.")
+@click.option("--precision", default="fp32", show_default=True)
+@click.option("--optimizer", default="momentum", show_default=True)
+@click.option("--micro-batches", type=int, help="Pipeline micro-batches (default min(B, 4p)).")
+@click.option("--schedule", default="1f1b", show_default=True, help="Pipeline: gpipe or 1f1b.")
+@click.option("--overlap/--no-overlap", default=None,
+              help="Overlap gradient all-reduce with backward (default: the system's).")
+@click.option("--mode", default="testbed", show_default=True,
+              help="testbed (corrected, calibrated) or paradl (ParaDL's published formulas).")
+@click.option("--mask", "mask_path", help="ParaDL .lc layer mask for filter/channel/spatial.")
+@click.option("--epoch-samples", type=int, help="Samples per epoch (default 1,280,000).")
+@click.option("--sample-bytes", type=float, help="Bytes read per input sample.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def predict_cmd(system, model, strategy, gpus, global_batch, group_size, input_shape, precision,
+                optimizer, micro_batches, schedule, overlap, mode, mask_path, epoch_samples,
+                sample_bytes, as_json) -> None:
+    """Predict time per iteration and memory per GPU of one configuration."""
+    positive(gpus, "--gpus")
+    positive(global_batch, "--global-batch")
+    if epoch_samples is not None:
+        positive(epoch_samples, "--epoch-samples")
+    sysp = load_system(system)
+    mdl = resolve_model(model, shape_option(input_shape))
+    req = Request(model=mdl, system=sysp, strategy=strategy, gpus=gpus,
+                  global_batch=global_batch, group_size=group_size, precision=precision,
+                  optimizer=optimizer, micro_batches=micro_batches, schedule=schedule,
+                  overlap=overlap, mode=mode, mask=_mask(mask_path, mdl),
+                  sample_bytes=sample_bytes, epoch_samples=epoch_samples)
+    est = estimate(req)
+    if as_json:
+        emit_json(est.to_dict())
+    else:
+        print_estimate(est)
+
+
+def strategy_table(result, batch: int, top: int | None = None) -> str:
+    rows = []
+    for rank, e in enumerate(result.ranked(batch), start=1):
+        if top and rank > top:
+            break
+        rows.append((rank, e.strategy, e.gpus, format_duration(e.time_per_iteration_s),
+                     f"{e.samples_per_s:,.0f}", format_bytes(e.memory_per_gpu_bytes),
+                     e.bottleneck))
+    return table(["rank", "strategy", "gpus", "time/iter", "samples/s", "memory/GPU",
+                  "bottleneck"], rows, align="rlrrrrl")
+
+
+@oracle.command("sweep")
+@click.option("--system", required=True)
+@click.option("--model", required=True)
+@click.option("--global-batch", "batches", type=int, multiple=True,
+              help="Global batch size(s); repeat the option (default 256, 1024, 4096).")
+@click.option("--max-gpus", type=int, default=4096, show_default=True)
+@click.option("--group-size", type=int)
+@click.option("--input-shape")
+@click.option("--precision", default="fp32", show_default=True)
+@click.option("--optimizer", default="momentum", show_default=True)
+@click.option("--strategy", "strategies", multiple=True, help="Limit to these strategies.")
+@click.option("--top", type=int, default=15, show_default=True, help="Rows per batch size.")
+@click.option("--json", "as_json", is_flag=True)
+def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precision, optimizer,
+              strategies, top, as_json) -> None:
+    """Every feasible strategy × powers of two of GPUs, ranked, with the bottleneck."""
+    positive(max_gpus, "--max-gpus")
+    batches = batches or (256, 1024, 4096)
+    for b in batches:
+        positive(b, "--global-batch")
+    for s in strategies:
+        if s not in STRATEGIES:
+            raise InputError(f"unknown strategy {s!r}; known: {', '.join(STRATEGIES)}",
+                             source="--strategy")
+    sysp = load_system(system)
+    mdl = resolve_model(model, shape_option(input_shape))
+    result = sweep(mdl, sysp, batches, max_gpus=max_gpus, strategies=strategies or STRATEGIES,
+                   group_size=group_size, precision=precision, optimizer=optimizer)
+    if as_json:
+        emit_json({
+            "model": mdl.name, "system": sysp.name,
+            "ranked": [e.to_dict() for b in batches for e in result.ranked(b)],
+            "infeasible": [{"strategy": e.strategy, "gpus": e.gpus,
+                            "global_batch": e.global_batch, "reason": e.reason}
+                           for e in result.infeasible],
+        })
+        return
+    for b in batches:
+        click.echo(f"\n{mdl.name} on {sysp.name}, global batch {b}: "
+                   f"{len(result.ranked(b))} feasible configurations")
+        click.echo(strategy_table(result, b, top))
+    click.echo(f"\n{len(result.infeasible)} infeasible configurations skipped "
+               f"(use --json to see each reason)")
+
+
+def register(cli) -> None:
+    cli.add_command(oracle)

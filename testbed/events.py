@@ -1,0 +1,72 @@
+"""The event vocabulary shared by the simulator's event log and the real-run timeline.
+
+Both ``simulators`` (simulated time) and ``real_runs`` (wall-clock time of a supervised
+run) write the same records, one JSON object per line, so the two can be compared
+directly. Serialisation is canonical (sorted keys, fixed float formatting, no
+whitespace), so the same run gives the same bytes.
+
+Record fields: ``t_s`` (seconds since the run started), ``event`` (one of
+:data:`EVENT_KINDS`) and event-specific fields, e.g. ``step`` / ``start_step`` /
+``end_step``, ``cause``, ``node``, ``level``, ``bytes``, ``duration_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, TextIO
+
+JOB_START = "job_start"            # the job (or a restarted incarnation) begins
+STEPS = "steps"                    # a contiguous range of training steps ran: start_step, end_step
+CHECKPOINT_BEGIN = "checkpoint_begin"
+CHECKPOINT_COMMIT = "checkpoint_commit"    # the checkpoint is durable: step, level
+CHECKPOINT_ABORT = "checkpoint_abort"      # a failure struck while writing
+FAILURE = "failure"                # a fault (simulated failure or a real SIGKILL): cause, node
+RESTART_BEGIN = "restart_begin"    # detection + requeue/replacement starts
+WAIT = "wait"                      # waiting for repaired or spare nodes
+LOAD = "load"                      # checkpoint load during restart: step
+RESTART_END = "restart_end"        # training resumes
+CORRUPTION_DETECTED = "corruption_detected"  # a damaged checkpoint was found and skipped
+MAINTENANCE = "maintenance"
+JOB_END = "job_end"
+
+EVENT_KINDS = (
+    JOB_START, STEPS, CHECKPOINT_BEGIN, CHECKPOINT_COMMIT, CHECKPOINT_ABORT, FAILURE,
+    RESTART_BEGIN, WAIT, LOAD, RESTART_END, CORRUPTION_DETECTED, MAINTENANCE, JOB_END,
+)
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        # 12 significant digits: stable across platforms, ample for seconds and bytes
+        return float(f"{value:.12g}")
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def encode_event(t_s: float, event: str, **fields: Any) -> str:
+    """One canonical JSONL line (without the newline) for an event."""
+    if event not in EVENT_KINDS:
+        raise ValueError(f"unknown event kind {event!r}")
+    record = {"t_s": t_s, "event": event, **fields}
+    return json.dumps(_canonical(record), sort_keys=True, separators=(",", ":"))
+
+
+def write_events(records: Iterable[Mapping[str, Any]], stream: TextIO) -> None:
+    """Write records (each with ``t_s`` and ``event``) as canonical JSONL."""
+    for rec in records:
+        rec = dict(rec)
+        t_s = rec.pop("t_s")
+        event = rec.pop("event")
+        stream.write(encode_event(t_s, event, **rec) + "\n")
+
+
+def read_events(stream: TextIO) -> list[dict[str, Any]]:
+    """Parse a JSONL event log back into dicts."""
+    return [json.loads(line) for line in stream if line.strip()]

@@ -1,0 +1,106 @@
+"""Failure causes: a weighted mix, each cause with its own repair and restart costs.
+
+A cause mix comes from a scenario list, or from a CSV with columns ``cause``,
+``category`` and ``count`` (the format of the Llama 3 405B interruption table shipped
+in ``traces/causes/llama3_405b.csv``). Costs are looked up per cause name, then per
+category (``failures.category_costs``), then fall back to the scenario's defaults.
+
+``survives`` lists the checkpoint levels that outlive a failure of that cause (a
+node-local copy does not survive losing the node); ``None`` means every level does.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.errors import ScenarioError
+
+#: Folder of the named cause tables (``causes: llama3_405b``).
+CAUSES_DIR = Path(__file__).resolve().parents[2] / "traces" / "causes"
+
+
+@dataclass(frozen=True)
+class CauseRow:
+    """One row of a cause table: name, category and relative weight."""
+
+    name: str
+    category: str
+    weight: float
+
+
+@dataclass(frozen=True)
+class ResolvedCause:
+    """A cause with its probability and costs in seconds."""
+
+    name: str
+    category: str
+    probability: float
+    repair_s: float
+    detect_s: float
+    restart_s: float
+    survives: frozenset[str] | None = None
+
+
+def named_cause_tables() -> list[str]:
+    """Names of the cause tables shipped in ``traces/causes``."""
+    return sorted(p.stem for p in CAUSES_DIR.glob("*.csv"))
+
+
+def load_cause_table(ref: str, *, base_dir: Path | None = None, source: str | None = None,
+                     field: str = "failures.causes") -> list[CauseRow]:
+    """Read a cause table given a file path or the name of a shipped table."""
+    candidates = []
+    p = Path(ref)
+    if base_dir is not None and not p.is_absolute():
+        candidates.append(base_dir / p)
+    candidates += [p, CAUSES_DIR / f"{ref}.csv"]
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        from testbed.units import did_you_mean
+        raise ScenarioError(f"no cause table {ref!r}{did_you_mean(ref, named_cause_tables())}"
+                            f" (a CSV path or one of: {', '.join(named_cause_tables())})",
+                            source=source, field=field)
+    rows: list[CauseRow] = []
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = {"cause", "count"} - set(reader.fieldnames or ())
+        if missing:
+            raise ScenarioError(f"cause table needs columns cause,count (missing "
+                                f"{', '.join(sorted(missing))})", source=str(path))
+        for lineno, rec in enumerate(reader, start=2):
+            try:
+                weight = float(rec["count"])
+            except (TypeError, ValueError):
+                raise ScenarioError(f"count {rec['count']!r} is not a number", source=str(path),
+                                    line=lineno, field="count") from None
+            if weight <= 0:
+                raise ScenarioError("count must be > 0", source=str(path), line=lineno,
+                                    field="count")
+            name = (rec["cause"] or "").strip()
+            if not name:
+                raise ScenarioError("empty cause name", source=str(path), line=lineno,
+                                    field="cause")
+            rows.append(CauseRow(name, (rec.get("category") or name).strip(), weight))
+    if not rows:
+        raise ScenarioError("cause table has no rows", source=str(path))
+    return rows
+
+
+def resolve_causes(rows: list[CauseRow], costs: dict[str, dict], *, repair_s: float,
+                   detect_s: float, restart_s: float) -> tuple[ResolvedCause, ...]:
+    """Attach probabilities and costs: per cause name, then per category, then defaults."""
+    total = sum(r.weight for r in rows)
+    out = []
+    for r in rows:
+        spec = {**costs.get(r.category, {}), **{k: v for k, v in costs.get(r.name, {}).items()
+                                                 if v is not None}}
+        survives = spec.get("survives")
+        out.append(ResolvedCause(
+            name=r.name, category=r.category, probability=r.weight / total,
+            repair_s=repair_s if spec.get("repair") is None else spec["repair"],
+            detect_s=detect_s if spec.get("detect") is None else spec["detect"],
+            restart_s=restart_s if spec.get("restart") is None else spec["restart"],
+            survives=None if survives is None else frozenset(survives)))
+    return tuple(out)

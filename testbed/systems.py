@@ -1,0 +1,255 @@
+"""System profiles: the *on what* of a prediction (GPU, node, network tiers, storage).
+
+Profiles are YAML files in ``scenarios/systems/`` with units in every key name
+(``bandwidth_GBps`` = 10⁹ bytes/s, ``latency_us``, ``memory_GiB``, ``peak_TFLOPS``).
+A profile may also hold a ``calibration`` section — measured compute times and fitted
+efficiencies — written by ``testbed calibrate``; the oracle prefers measured values
+over FLOP-based estimates when present.
+
+Network tiers are listed innermost first; a collective among ``p`` GPUs placed on
+consecutive GPUs (whole nodes first) runs on the smallest tier whose ``span_gpus``
+covers it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from testbed.errors import ScenarioError, UnknownNameError
+from testbed.units import did_you_mean
+
+SYSTEMS_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "systems"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GpuSpec(_Strict):
+    """One accelerator: peak throughput by precision and memory."""
+
+    model: str
+    memory_GiB: float = Field(gt=0)
+    memory_bytes_override: int | None = Field(default=None, gt=0,
+                                              description="exact usable bytes (ParaDL: 16e9)")
+    peak_TFLOPS: dict[str, float]
+    compute_efficiency: dict[str, float] = Field(
+        default_factory=lambda: {"default": 0.4},
+        description="achieved / peak FLOP rate for FLOP-based compute estimates")
+    reserved_GiB: float = Field(default=0.0, ge=0,
+                                description="memory taken by the runtime (CUDA context, allocator)")
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.memory_bytes_override or int(self.memory_GiB * 2**30)
+
+    def peak_flops(self, precision: str) -> float:
+        if precision in self.peak_TFLOPS:
+            return self.peak_TFLOPS[precision] * 1e12
+        if precision == "tf32" and "fp32" in self.peak_TFLOPS:
+            return self.peak_TFLOPS["fp32"] * 1e12
+        raise UnknownNameError(f"GPU {self.model} has no peak for precision {precision!r}; "
+                               f"known: {', '.join(sorted(self.peak_TFLOPS))}",
+                               field="precision")
+
+    def efficiency(self, precision: str) -> float:
+        return self.compute_efficiency.get(precision, self.compute_efficiency.get("default", 0.4))
+
+
+class NodeSpec(_Strict):
+    gpus_per_node: int = Field(gt=0)
+    cpu_cores: int = Field(default=1, gt=0)
+    memory_GiB: float = Field(default=0, ge=0)
+
+
+class Tier(_Strict):
+    """One level of the network: who it connects and how fast."""
+
+    name: str
+    span_gpus: int = Field(gt=0, description="largest number of consecutive GPUs this tier spans")
+    latency_us: float = Field(ge=0, description="per message / per ring step")
+    bandwidth_GBps: float = Field(gt=0, description="per GPU link, one direction, 10^9 B/s")
+    efficiency: float = Field(default=1.0, gt=0, le=1.5,
+                              description="achieved / nominal bandwidth (calibrated)")
+    oversubscription: float = Field(default=1.0, ge=1.0,
+                                    description="uplink taper: 3 means 1:3 towards this tier")
+
+    @property
+    def alpha_s(self) -> float:
+        return self.latency_us * 1e-6
+
+    @property
+    def bandwidth_Bps(self) -> float:
+        return self.bandwidth_GBps * 1e9 * self.efficiency
+
+
+class HaloChannel(_Strict):
+    """Path used for halo exchanges of spatial parallelism, when not the GPU network."""
+
+    latency_us: float = Field(ge=0)
+    bandwidth_GBps: float = Field(gt=0)
+
+
+class NetworkSpec(_Strict):
+    tiers: tuple[Tier, ...] = Field(min_length=1)
+    halo: HaloChannel | None = None
+    allreduce_algorithms: tuple[Literal["ring", "tree"], ...] = ("ring", "tree")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> NetworkSpec:
+        spans = [t.span_gpus for t in self.tiers]
+        if spans != sorted(spans) or len(set(spans)) != len(spans):
+            raise ValueError("tiers must be listed innermost first with growing span_gpus")
+        return self
+
+    def tier_for(self, span_gpus: int) -> Tier:
+        """The smallest tier covering ``span_gpus`` consecutive GPUs (the outermost if none)."""
+        for tier in self.tiers:
+            if span_gpus <= tier.span_gpus:
+                return tier
+        return self.tiers[-1]
+
+    @property
+    def max_gpus(self) -> int:
+        return self.tiers[-1].span_gpus
+
+
+class StorageSpec(_Strict):
+    pfs_read_bandwidth_GBps: float = Field(gt=0)
+    pfs_write_bandwidth_GBps: float = Field(gt=0)
+    pfs_per_node_GBps: float = Field(gt=0, description="one node's share cap towards the PFS")
+    node_local_read_bandwidth_GBps: float | None = Field(default=None, gt=0)
+    node_local_write_bandwidth_GBps: float | None = Field(default=None, gt=0)
+    node_local_capacity_GiB: float | None = Field(default=None, gt=0)
+
+    @property
+    def pfs_read_bandwidth_Bps(self) -> float:
+        return self.pfs_read_bandwidth_GBps * 1e9
+
+    @property
+    def pfs_write_bandwidth_Bps(self) -> float:
+        return self.pfs_write_bandwidth_GBps * 1e9
+
+    @property
+    def pfs_per_node_Bps(self) -> float:
+        return self.pfs_per_node_GBps * 1e9
+
+    @property
+    def node_local_read_bandwidth_Bps(self) -> float | None:
+        v = self.node_local_read_bandwidth_GBps
+        return v * 1e9 if v else None
+
+    @property
+    def node_local_write_bandwidth_Bps(self) -> float | None:
+        v = self.node_local_write_bandwidth_GBps
+        return v * 1e9 if v else None
+
+
+class StrategyCalibration(_Strict):
+    """Fitted corrections for one strategy's implementation on this system."""
+
+    compute_scale: float = Field(default=1.0, gt=0,
+                                 description="measured / ideal compute of the local work")
+    overhead_s: float = Field(default=0.0, description="per-iteration residual (framework)")
+    points: int = Field(default=0, ge=0, description="measurements behind the fit")
+
+
+class ModelCalibration(_Strict):
+    s_per_sample: float = Field(gt=0, description="forward+backward seconds per sample, 1 GPU")
+    input_shape: str | None = None
+    forward_flops: float | None = Field(default=None, gt=0,
+                                        description="per-sample forward FLOPs at input_shape; "
+                                                    "other input sizes scale by FLOPs")
+    network_efficiency: dict[str, float] = Field(default_factory=dict,
+                                                 description="tier name -> efficiency")
+    strategies: dict[str, StrategyCalibration] = Field(default_factory=dict)
+
+
+class Calibration(_Strict):
+    source: str = ""
+    method: str = ""
+    network_efficiency: dict[str, float] = Field(default_factory=dict)
+    models: dict[str, ModelCalibration] = Field(default_factory=dict)
+    accuracy: dict[str, float] = Field(default_factory=dict)
+
+
+class ParaDLRules(_Strict):
+    """ParaDL's conventions (compatibility mode), e.g. epoch size."""
+
+    dataset_samples: int = 1280000
+    bytes_per_value: int = 4
+
+
+class SystemProfile(_Strict):
+    name: str
+    description: str = ""
+    gpu: GpuSpec
+    node: NodeSpec
+    network: NetworkSpec
+    storage: StorageSpec
+    overlap_allreduce: bool = Field(default=False,
+                                    description="framework overlaps gradient all-reduce with backward")
+    calibration: Calibration | None = None
+    paradl: ParaDLRules | None = None
+    source: str = Field(default="", exclude=True)
+
+    @property
+    def max_gpus(self) -> int:
+        return self.network.max_gpus
+
+    def model_calibration(self, model_name: str) -> ModelCalibration | None:
+        if self.calibration is None:
+            return None
+        return self.calibration.models.get(model_name)
+
+
+def list_systems() -> list[str]:
+    """Names of the shipped profiles."""
+    return sorted(p.stem for p in SYSTEMS_DIR.glob("*.yaml"))
+
+
+def _format_validation(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"])
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    return f"{loc}: {msg}" if loc else msg
+
+
+@lru_cache(maxsize=64)
+def _load_path(path: str) -> SystemProfile:
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except OSError as exc:
+        raise ScenarioError(f"cannot read system profile: {exc.strerror}", source=path) from None
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise ScenarioError(f"invalid YAML: {getattr(exc, 'problem', exc)}", source=path,
+                            line=line + 1 if line is not None else None) from None
+    if not isinstance(data, dict):
+        raise ScenarioError("a system profile must be a mapping", source=path)
+    try:
+        return SystemProfile.model_validate({**data, "source": path})
+    except ValidationError as exc:
+        raise ScenarioError(_format_validation(exc), source=path) from None
+
+
+def load_system(name_or_path: str | Path | SystemProfile) -> SystemProfile:
+    """Load a profile by name (``abci-v100``) or by path to a YAML file."""
+    if isinstance(name_or_path, SystemProfile):
+        return name_or_path
+    text = str(name_or_path)
+    if text.endswith((".yaml", ".yml")) or "/" in text:
+        return _load_path(str(Path(text).resolve()))
+    path = SYSTEMS_DIR / f"{text}.yaml"
+    if not path.exists():
+        raise UnknownNameError(f"unknown system {text!r}{did_you_mean(text, list_systems())}; "
+                               f"known: {', '.join(list_systems())}", field="system")
+    return _load_path(str(path))

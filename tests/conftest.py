@@ -1,0 +1,40 @@
+"""Shared fixtures: where the reference data lives, and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("TESTBED_SHARED", REPO.parent / "shared"))
+PARADL_INPUTS = SHARED / "data" / "abci-paradl" / "paradl-inputs"
+ABCI_CSV = SHARED / "data" / "abci-paradl" / "calibration.csv"
+
+
+@pytest.fixture(scope="session")
+def paradl_inputs() -> Path:
+    if not PARADL_INPUTS.exists():
+        pytest.fail(f"reference data missing: {PARADL_INPUTS} (set TESTBED_SHARED)")
+    return PARADL_INPUTS
+
+
+@pytest.fixture(scope="session")
+def abci_csv() -> Path:
+    if not ABCI_CSV.exists():
+        pytest.fail(f"reference data missing: {ABCI_CSV} (set TESTBED_SHARED)")
+    return ABCI_CSV
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``python -m testbed ARGS`` in a fresh process (what a user types)."""
+    return subprocess.run([sys.executable, "-m", "testbed", *args], capture_output=True,
+                          text=True, cwd=cwd or REPO, timeout=timeout)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

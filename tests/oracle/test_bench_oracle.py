@@ -1,0 +1,27 @@
+"""Performance targets (pytest-benchmark): one prediction < 1 ms; a full ResNet-50
+sweep (all strategies, p = 1…4096, three batch sizes) < 1 s."""
+
+from __future__ import annotations
+
+from testbed.model.registry import get_model
+from testbed.oracle import Request, estimate
+from testbed.oracle.sweep import sweep
+from testbed.systems import load_system
+
+
+def test_bench_one_prediction(benchmark):
+    model, system = get_model("resnet50"), load_system("abci-v100")
+    req = Request(model=model, system=system, strategy="ds", gpus=256, global_batch=4096,
+                  group_size=4)
+    estimate(req)  # warm the per-model caches, as any second call would
+    result = benchmark(estimate, req)
+    assert result.feasible
+    assert benchmark.stats.stats.mean < 1e-3
+
+
+def test_bench_full_sweep(benchmark):
+    model, system = get_model("resnet50"), load_system("abci-v100")
+    result = benchmark.pedantic(sweep, args=(model, system, (256, 2048, 16384)),
+                                kwargs={"max_gpus": 4096}, rounds=3, iterations=1)
+    assert len(result.estimates) > 250
+    assert benchmark.stats.stats.mean < 1.0

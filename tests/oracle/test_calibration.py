@@ -1,0 +1,72 @@
+"""Calibration from the ABCI measurements: reproducible, accurate in sample, and able
+to extrapolate (fit on ≤8 GPUs, predict 16)."""
+
+from __future__ import annotations
+
+import pytest
+
+from testbed.calibrate import calibrate, evaluate, holdout, read_measurements
+from testbed.errors import ScenarioError
+from testbed.oracle import predict
+from testbed.systems import load_system
+
+TARGETS = ("resnet50", "vgg16")
+
+
+@pytest.fixture(scope="module")
+def fitted(abci_csv):
+    return calibrate(abci_csv, load_system("abci-v100"))
+
+
+def test_committed_profile_is_the_fit_of_the_data(fitted):
+    cal, _, _ = fitted
+    committed = load_system("abci-v100").calibration
+    assert committed is not None, "run `make calibrate` and commit the profile"
+    for name, mc in cal.models.items():
+        got = committed.models[name]
+        assert got.s_per_sample == pytest.approx(mc.s_per_sample, rel=1e-9)
+        for tier, eff in mc.network_efficiency.items():
+            assert got.network_efficiency[tier] == pytest.approx(eff, abs=2e-3)
+        for strat, sc in mc.strategies.items():
+            assert got.strategies[strat].compute_scale == pytest.approx(sc.compute_scale, rel=1e-3)
+
+
+def test_in_sample_accuracy(fitted):
+    _, rows, _ = fitted
+    scored = [r["accuracy"] for r in rows if r["model"] in TARGETS]
+    assert sum(scored) / len(scored) >= 0.97
+    assert min(scored) >= 0.95
+
+
+def test_extrapolation_from_8_to_16_gpus(abci_csv):
+    held = holdout(read_measurements(abci_csv), load_system("abci-v100").model_copy(
+        update={"calibration": None}))
+    rows = [r for r in held["rows"] if r["model"] in TARGETS]
+    assert len(rows) >= 5
+    assert sum(r["accuracy"] for r in rows) / len(rows) >= 0.95
+
+
+def test_communication_grows_beyond_the_calibrated_range():
+    """Beyond one rack the all-reduce crosses the 1:3 oversubscribed spine and ring
+    latency grows with p: time per iteration at 1,024 GPUs exceeds the 16-GPU value."""
+    for model, per_gpu in (("resnet50", 64), ("vgg16", 32)):
+        t16 = predict("abci-v100", model, "data", 16, 16 * per_gpu, input_shape=(3, 226, 226))
+        t1k = predict("abci-v100", model, "data", 1024, 1024 * per_gpu, input_shape=(3, 226, 226))
+        assert t1k.compute_s == pytest.approx(t16.compute_s)
+        assert t1k.time_per_iteration_s > 1.1 * t16.time_per_iteration_s
+
+
+def test_evaluate_uses_the_profile(abci_csv):
+    rows = evaluate(read_measurements(abci_csv), load_system("abci-v100"))
+    assert all(r["feasible"] for r in rows if r["model"] in TARGETS)
+
+
+def test_malformed_csv(tmp_path):
+    bad = tmp_path / "m.csv"
+    bad.write_text("model,strategy,gpus\nresnet50,data,1\n")
+    with pytest.raises(ScenarioError, match="missing column"):
+        read_measurements(bad)
+    bad.write_text("model,strategy,gpus,gpus_per_group,samples_per_gpu,global_batch,"
+                   "input_sample_shape,s_per_iter_median\nresnet50,data,x,1,64,64,3x224x224,0.1\n")
+    with pytest.raises(ScenarioError, match=r"m.csv:2"):
+        read_measurements(bad)

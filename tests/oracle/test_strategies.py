@@ -1,0 +1,118 @@
+"""Per-strategy behaviour: structural limits, pipeline schedules, overlap, breakdown."""
+
+from __future__ import annotations
+
+import pytest
+
+from testbed.errors import InputError, UnknownNameError
+from testbed.oracle import STRATEGIES, predict
+
+
+def test_every_strategy_gives_a_breakdown():
+    for strategy in STRATEGIES:
+        gpus = 1 if strategy == "serial" else 8
+        e = predict("abci-v100", "resnet50", strategy, gpus, 64, group_size=4)
+        assert e.feasible, (strategy, e.reason)
+        parts = (e.compute_s + e.bubble_s + e.communication_s + e.io_s + e.overhead_s)
+        assert e.time_per_iteration_s == pytest.approx(parts)
+        assert sum(e.phases_s.values()) == pytest.approx(e.time_per_iteration_s)
+        assert e.memory_per_gpu_bytes == sum(e.memory_breakdown_bytes.values())
+
+
+@pytest.mark.parametrize("strategy,gpus,batch,group,needle", [
+    ("data", 128, 64, None, "global batch"),
+    ("filter", 128, 64, None, "filters"),
+    ("channel", 8, 64, None, "channels"),
+    ("spatial", 256, 64, None, "rows"),
+    ("df", 6, 64, 4, "multiple of the group size"),
+    ("ds", 64, 8, 4, "groups > global batch"),
+    ("pipeline", 512, 1024, None, "layers"),
+    ("serial", 2, 64, None, "1 GPU"),
+])
+def test_structural_limits(strategy, gpus, batch, group, needle):
+    model = "alexnet" if strategy == "channel" else "resnet50"
+    if strategy == "channel":
+        gpus = 512  # AlexNet's narrowest split input has 64 channels
+    e = predict("abci-v100", model, strategy, gpus, batch, group_size=group)
+    assert not e.feasible
+    assert needle in e.reason
+    assert e.time_per_iteration_s is None
+
+
+def test_pipeline_bubble_and_schedules():
+    common = dict(strategy="pipeline", gpus=8, global_batch=256, micro_batches=32)
+    gpipe = predict("a100-cluster", "resnet50", schedule="gpipe", **common)
+    ofob = predict("a100-cluster", "resnet50", schedule="1f1b", **common)
+    # both schedules: (m + p - 1) slots of the slowest stage, p - 1 of them idle
+    slot = gpipe.compute_s / 32
+    assert gpipe.bubble_s == pytest.approx(7 * slot)
+    assert ofob.time_per_iteration_s == pytest.approx(gpipe.time_per_iteration_s)
+    # 1F1B stashes at most p micro-batches, GPipe all m
+    assert ofob.memory_breakdown_bytes["activations"] == pytest.approx(
+        gpipe.memory_breakdown_bytes["activations"] * 8 / 32, rel=1e-6)
+    more = predict("a100-cluster", "resnet50", "pipeline", 8, 256, micro_batches=64)
+    assert more.bubble_s < ofob.bubble_s
+
+
+def test_overlap_hides_allreduce():
+    plain = predict("abci-v100", "resnet50", "data", 256, 8192, overlap=False)
+    hidden = predict("abci-v100", "resnet50", "data", 256, 8192, overlap=True)
+    assert hidden.communication_s < plain.communication_s
+    assert hidden.communication_s >= 0.05 * plain.communication_total_s - 1e-12
+    assert hidden.time_per_iteration_s < plain.time_per_iteration_s
+
+
+def test_optimizer_state_in_memory():
+    sgd = predict("abci-v100", "resnet50", "data", 8, 64, optimizer="sgd")
+    adam = predict("abci-v100", "resnet50", "data", 8, 64, optimizer="adam")
+    assert sgd.memory_breakdown_bytes["optimizer"] == 0
+    assert adam.memory_breakdown_bytes["optimizer"] == 25_557_032 * 8
+    assert adam.state_bytes == 25_557_032 * 4 * 3
+
+
+def test_flops_based_compute_without_calibration():
+    # the H100 profile has no measured times: compute = 3·forward FLOPs / (peak·efficiency)
+    e = predict("h100-cluster", "resnet50", "serial", 1, 32, precision="bf16")
+    from testbed.model.registry import get_model
+    flops = get_model("resnet50").forward_flops * 3 * 32
+    assert e.compute_s == pytest.approx(flops / (989.4e12 * 0.4))
+
+
+def test_bad_inputs_raise_typed_errors():
+    with pytest.raises(UnknownNameError):
+        predict("abci-v100", "resnet50", "dataa", 4, 64)
+    with pytest.raises(UnknownNameError):
+        predict("abci-v999", "resnet50", "data", 4, 64)
+    with pytest.raises(UnknownNameError):
+        predict("abci-v100", "resnet51", "data", 4, 64)
+    with pytest.raises(InputError):
+        predict("abci-v100", "resnet50", "data", 0, 64)
+    with pytest.raises(InputError):
+        predict("abci-v100", "resnet50", "data", 4, -1)
+
+
+def test_more_gpus_than_the_system_has():
+    e = predict("abci-v100", "resnet50", "data", 8192, 65536)
+    assert not e.feasible and "GPUs" in e.reason
+
+
+def test_per_layer_measured_times_drive_the_split():
+    """A model profiled per layer: the split fraction of filter parallelism comes from
+    the measured layer times, not from FLOPs."""
+    from dataclasses import replace
+
+    from testbed.model.ir import Model
+    from testbed.model.registry import get_model
+    from testbed.oracle import Request, estimate
+    from testbed.systems import load_system
+
+    base = get_model("alexnet")
+    # pretend the (unsplit) first conv took 90% of the time
+    layers = tuple(replace(lyr, profiled_s=(9e-3 if i == 0 else 1e-3 / (len(base.layers) - 1)))
+                   for i, lyr in enumerate(base.layers))
+    model = Model(name="alexnet-profiled", input_shape=base.input_shape, layers=layers)
+    mask = tuple(i != 0 and lyr.kind in ("conv", "fc") for i, lyr in enumerate(layers))
+    e = estimate(Request(model=model, system=load_system("h100-cluster"), strategy="filter",
+                         gpus=8, global_batch=8, mask=mask))
+    split = sum(lyr.profiled_s for lyr, m in zip(layers, mask, strict=True) if m) / 10e-3
+    assert e.compute_s == pytest.approx(8 * 10e-3 * (split / 8 + 1 - split))
