@@ -2,9 +2,10 @@
 
 A kill plan is a list of :class:`KillSpec`, one per incarnation of the job (the first
 applies to the first run, the second to the first restart, ...). A spec fires when
-the worker has finished ``at_step`` (global step), when it starts writing a checkpoint
-(``during_checkpoint``: the supervisor slows the write down so the kill lands inside
-it), or ``at_s`` seconds after the incarnation started (wall clock, imports included).
+the worker has finished ``at_step`` (global step; the worker is told to hold still
+there, so the kill lands exactly after that step), when it starts writing a checkpoint
+(``during_checkpoint``: the write is slowed down so the kill lands inside it), or
+``at_s`` seconds after the incarnation started (wall clock, imports included).
 
 Kill traces (``--kill-trace FILE``) are JSONL, one spec per line, e.g.::
 

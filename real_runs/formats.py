@@ -5,9 +5,12 @@ Formats measured:
 * PyTorch: ``torch.save`` of model + optimizer state dicts (loaded with
   ``weights_only=True``); ``torch.distributed.checkpoint`` (DCP) of the same.
 * TensorFlow/Keras: ``tf.train.Checkpoint`` (model + optimizer), Keras
-  ``.weights.h5`` (weights only), ``.keras`` (architecture, weights, optimizer) and an
-  inference SavedModel (``model.export``; weights only, plus the traced graph).
-* Chainer: ``save_npz`` uncompressed and compressed, ``save_hdf5`` (model + optimizer).
+  ``.weights.h5``, ``.keras`` (architecture, weights, optimizer) and a SavedModel
+  (``model.export``, with the traced graph). Measured: for a compiled Keras 3 model,
+  ``.weights.h5`` and the exported SavedModel also carry the optimizer's slots (their
+  size grows twice as fast as the weights with momentum SGD).
+* Chainer: ``save_npz`` uncompressed and compressed, ``save_hdf5`` (gzip level 4 by
+  default, so compressed too); model + optimizer.
 
 Each row says whether the optimizer state is included; its predicted payload is
 ``testbed.oracle.state.state_bytes(parameters, "momentum" or "sgd", "fp32")`` and the
@@ -45,7 +48,7 @@ def disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def _torch_formats(backend) -> dict[str, tuple[Callable, Callable, bool]]:
+def _torch_formats(backend) -> dict[str, tuple[Callable, Callable, bool, bool]]:
     import torch
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
@@ -71,11 +74,11 @@ def _torch_formats(backend) -> dict[str, tuple[Callable, Callable, bool]]:
         set_state_dict(model, optimizer, model_state_dict=state["model"],
                        optim_state_dict=state["optimizer"])
 
-    return {"torch.save": (save_pt, load_pt, True),
-            "torch.distributed.checkpoint": (save_dcp, load_dcp, True)}
+    return {"torch.save": (save_pt, load_pt, True, False),
+            "torch.distributed.checkpoint": (save_dcp, load_dcp, True, False)}
 
 
-def _tf_formats(backend) -> dict[str, tuple[Callable, Callable, bool]]:
+def _tf_formats(backend) -> dict[str, tuple[Callable, Callable, bool, bool]]:
     import keras
     import tensorflow as tf
 
@@ -106,13 +109,13 @@ def _tf_formats(backend) -> dict[str, tuple[Callable, Callable, bool]]:
     def load_sm(d: Path):
         tf.saved_model.load(str(d / "savedmodel"))
 
-    return {"tf.train.Checkpoint": (save_ckpt, load_ckpt, True),
-            "keras.weights.h5": (save_h5, load_h5, False),
-            "keras.keras": (save_keras, load_keras, True),
-            "SavedModel": (save_sm, load_sm, False)}
+    return {"tf.train.Checkpoint": (save_ckpt, load_ckpt, True, False),
+            "keras.weights.h5": (save_h5, load_h5, True, False),
+            "keras.keras": (save_keras, load_keras, True, False),
+            "SavedModel": (save_sm, load_sm, True, False)}
 
 
-def _chainer_formats(backend) -> dict[str, tuple[Callable, Callable, bool]]:
+def _chainer_formats(backend) -> dict[str, tuple[Callable, Callable, bool, bool]]:
     from real_runs.backends.chainer_backend import import_chainer
     serializers = import_chainer().serializers
     model, optimizer = backend.model, backend.optimizer
@@ -135,8 +138,9 @@ def _chainer_formats(backend) -> dict[str, tuple[Callable, Callable, bool]]:
         serializers.load_hdf5(str(d / "model.h5"), model)
         serializers.load_hdf5(str(d / "optimizer.h5"), optimizer)
 
-    return {"save_npz": (*npz(False), True), "save_npz.compressed": (*npz(True), True),
-            "save_hdf5": (save_h5, load_h5, True)}
+    return {"save_npz": (*npz(False), True, False),
+            "save_npz.compressed": (*npz(True), True, True),
+            "save_hdf5": (save_h5, load_h5, True, True)}
 
 
 def bench(framework: str, model: str, width: int, repeats: int,
@@ -159,7 +163,7 @@ def bench(framework: str, model: str, width: int, repeats: int,
     root = Path(tempfile.mkdtemp(prefix="ckpt-bench-"))
     try:
         for name in chosen:
-            save, load, with_optimizer = table[name]
+            save, load, with_optimizer, compressed = table[name]
             save_times, load_times, size = [], [], 0
             for i in range(repeats):
                 d = root / f"{name}-{i}"
@@ -174,6 +178,7 @@ def bench(framework: str, model: str, width: int, repeats: int,
                 shutil.rmtree(d)
             predicted = state_bytes(parameters, "momentum" if with_optimizer else "sgd", "fp32")
             rows.append({"format": name, "includes_optimizer": with_optimizer,
+                         "compressed": compressed,
                          "ckpt_bytes": size, "predicted_bytes": predicted,
                          "overhead_bytes": size - predicted,
                          "overhead_ratio": (size - predicted) / predicted,

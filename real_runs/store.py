@@ -182,10 +182,14 @@ class CheckpointStore:
                     removed.append(child.name)
         return removed
 
-    def begin(self, step: int) -> Path:
-        """A fresh temporary directory to write the checkpoint of ``step`` into."""
+    def begin(self, step: int, tag: str | None = None) -> Path:
+        """A fresh temporary directory to write the checkpoint of ``step`` into.
+
+        ``tag`` names it (default: this process id); a process group uses one shared tag
+        so that every rank writes its files into the same directory.
+        """
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f"{TMP_PREFIX}{step:08d}-{os.getpid()}"
+        tmp = self.root / f"{TMP_PREFIX}{step:08d}-{tag or os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir()

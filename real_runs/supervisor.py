@@ -142,6 +142,7 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
     while result is None:
         spec = plan[incarnation] if incarnation < len(plan) and kills < max_kills else None
         request = {"cfg": cfg.to_dict(), "ckpt_dir": str(ckpt_dir), "resume": True,
+                   "pause_after_step": spec.at_step if spec is not None else None,
                    "write_delay_s": SLOW_WRITE_S if spec is not None and spec.during_checkpoint
                    else 0.0}
         inc = _spawn(request)

@@ -29,6 +29,8 @@ from typing import Any, TextIO
 
 from testbed.errors import InputError
 
+PAUSE_S = 60.0
+
 
 def _protocol_stream() -> TextIO:
     """Keep the real stdout for the protocol; send anything else printed to stderr."""
@@ -55,6 +57,17 @@ def run_request(request: dict[str, Any], emit) -> dict[str, Any]:
         store = CheckpointStore(request["ckpt_dir"], cfg.framework, cfg.model, keep=cfg.keep,
                                 write_delay_s=float(request.get("write_delay_s", 0.0)))
         store.check_usable()
+    pause_after = request.get("pause_after_step")
+    if pause_after:
+        # Fault injection: hold still after this step so the supervisor's SIGKILL lands
+        # exactly there (and not a few steps later, past a checkpoint).
+        inner = emit
+
+        def emit(record: dict[str, Any]) -> None:
+            inner(record)
+            if record.get("event") == "step" and record["step"] == pause_after:
+                time.sleep(PAUSE_S)
+
     started = time.perf_counter()
     trainer = Trainer(cfg, make_backend(cfg.framework), emit=emit)
     emit({"event": "ready", "setup_s": time.perf_counter() - started})
@@ -108,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.preload == "tensorflow":
                 import tensorflow  # noqa: F401
             elif args.preload == "torch":
-                import torch  # noqa: F401
+                # torch.optim's first call imports torch._dynamo (about 2.5 s): pay it now
+                import torch._dynamo  # noqa: F401
             elif args.preload == "chainer":
                 from real_runs.backends.chainer_backend import import_chainer
                 import_chainer()
@@ -124,13 +138,16 @@ def main(argv: list[str] | None = None) -> int:
             served += 1
             if args.max_requests and served >= args.max_requests:
                 break
-        return 0
+        proto.flush()
+        os._exit(0)  # skip interpreter teardown (about a second with a framework loaded)
     try:
         emit(run_request(json.loads(args.request), emit))
     except InputError as exc:
         print(f"testbed: error: {exc.format()}", file=sys.stderr)
-        return 2
-    return 0
+        sys.stderr.flush()
+        os._exit(2)
+    proto.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -19,9 +19,22 @@ CHECKPOINT_FILE = "torch_state.pt"
 
 
 def setup_determinism(seed: int) -> None:
+    """Seed torch and make every eager op deterministic.
+
+    ``torch.use_deterministic_algorithms(True)`` sets the eager flag and, for
+    ``torch.compile``, ``torch._inductor.config.deterministic`` — importing the inductor
+    costs about 4.5 s per process on a laptop CPU. The harness runs eagerly, so unless
+    the inductor is already loaded it sets just the eager flag, which is what the public
+    function does for eager ops.
+    """
+    import sys
+
     import torch
     torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(True)
+    if "torch._inductor.config" in sys.modules:
+        torch.use_deterministic_algorithms(True)
+    else:
+        torch._C._set_deterministic_algorithms(True, warn_only=False)
     torch.set_num_threads(1)
     if hasattr(torch.backends, "cudnn"):
         torch.backends.cudnn.benchmark = False

@@ -24,6 +24,9 @@ COMMAND_MODULES = (
     "simulate",
     "calibrate",
     "realrun",
+    "sweep",
+    "results",
+    "report",
 )
 
 

@@ -61,6 +61,8 @@ def sweep(model: Model, system: SystemProfile, global_batches: Iterable[int], *,
             for p in powers_of_two(max_gpus):
                 if strategy == "serial" and p > 1:
                     break
+                if strategy != "serial" and p == 1:
+                    continue  # one GPU of any strategy is the serial run
                 if strategy in ("df", "ds"):
                     g = group_size or system.node.gpus_per_node
                     if p < g:

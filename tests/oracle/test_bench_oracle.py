@@ -23,5 +23,5 @@ def test_bench_full_sweep(benchmark):
     model, system = get_model("resnet50"), load_system("abci-v100")
     result = benchmark.pedantic(sweep, args=(model, system, (256, 2048, 16384)),
                                 kwargs={"max_gpus": 4096}, rounds=3, iterations=1)
-    assert len(result.estimates) > 250
+    assert len(result.estimates) > 240  # 8 strategies x up to 13 GPU counts x 3 batches
     assert benchmark.stats.stats.mean < 1.0

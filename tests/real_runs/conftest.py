@@ -58,3 +58,9 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``testbed real-run ARGS`` through the real entry point's error handling."""
     return subprocess.run([sys.executable, "-c", CLI, "real-run", *args], capture_output=True,
                           text=True, env=child_env(), timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """``cli(*args)`` runs ``testbed real-run ARGS`` in a child process."""
+    return run_cli

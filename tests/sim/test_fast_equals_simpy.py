@@ -41,10 +41,12 @@ def small_scenarios(draw):
     stepped = draw(st.booleans())
     doc: dict = {"name": "prop"}
     if stepped:
-        doc["workload"] = {"steps": draw(st.integers(1, 400)),
-                           "step_time": draw(st.floats(1.0, 120.0))}
+        steps, step_s = draw(st.integers(1, 400)), draw(st.floats(1.0, 120.0))
+        doc["workload"] = {"steps": steps, "step_time": step_s}
+        work_s = steps * step_s
     else:
-        doc["workload"] = {"compute_time": draw(st.floats(600.0, 40 * 3600.0))}
+        work_s = draw(st.floats(600.0, 40 * 3600.0))
+        doc["workload"] = {"compute_time": work_s}
     policy = draw(st.sampled_from(["none", "fixed", "young", "daly", "multilevel"]))
     ck: dict = {"policy": policy, "restart": draw(st.floats(0.0, 900.0))}
     if policy == "multilevel":
@@ -74,7 +76,9 @@ def small_scenarios(draw):
     fail: dict = {"distribution": dist, "detect": draw(st.floats(0.0, 300.0)),
                   "restart": draw(st.floats(0.0, 300.0))}
     key = draw(st.sampled_from(["mtbf", "node_mtbf"]))
-    fail[key] = draw(st.floats(1800.0, 20 * 3600.0)) * (nodes if key == "node_mtbf" else 1)
+    # job MTBF between a quarter and twice the work, so that runs stay short
+    mtbf = draw(st.floats(max(600.0, work_s / 4), max(1200.0, 2 * work_s)))
+    fail[key] = mtbf * (nodes if key == "node_mtbf" else 1)
     if dist == "weibull":
         fail["shape"] = draw(st.floats(0.5, 2.0))
     if dist == "lognormal":

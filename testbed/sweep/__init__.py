@@ -1,0 +1,11 @@
+"""Parameter sweeps over scenarios: grids, seeds, executors and the resumable runner.
+
+``testbed sweep SCENARIO --grid key=v1,v2 …`` plans every point (validating it),
+then runs the unfinished ones on a local process pool or an MPI allocation, writing
+each finished point to the SQLite results store (:mod:`testbed.store`) in one
+transaction. See :mod:`testbed.sweep.runner`.
+"""
+
+from testbed.sweep.runner import SweepPlan, SweepStats, aggregate, plan_sweep, run_sweep
+
+__all__ = ["SweepPlan", "SweepStats", "aggregate", "plan_sweep", "run_sweep"]

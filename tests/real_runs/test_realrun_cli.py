@@ -1,0 +1,148 @@
+"""Bad input to ``testbed real-run``: one line, exit status 2, checkpoints untouched;
+plus the sbatch scripts, measurement records and the import discipline."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+from real_runs.env import capture_environment, child_env
+from real_runs.slurm import SlurmJob, render_sbatch
+from testbed.errors import InputError
+from testbed.measurements import (
+    Measurement,
+    encode_measurement,
+    read_measurements,
+    write_measurements,
+)
+
+
+def _one_line_error(proc) -> str:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("args,match", [
+    (["--framework", "torchh", "--steps", "3"], "unknown framework"),
+    (["--framework", "torch", "--model", "vgg99", "--steps", "3"], "unknown model"),
+    (["--framework", "chainer", "--steps", "0"], "steps must be positive"),
+    (["--framework", "chainer", "--steps", "-4"], "steps must be positive"),
+    (["--framework", "chainer", "--steps", "4", "--checkpoint-every", "0"], "checkpoint-every"),
+    (["--framework", "chainer", "--steps", "4", "--kill-mtbf", "soon"], "kill-mtbf"),
+])
+def test_bad_train_input(cli, args, match):
+    assert match in _one_line_error(cli("train", *args))
+
+
+def _tree_digest(root) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.mark.frameworks
+def test_checkpoint_from_another_run_is_refused_and_kept(cli, tmp_path):
+    ckpt = tmp_path / "ckpt"
+    first = cli("train", "--framework", "chainer", "--model", "mlp", "--steps", "6",
+                "--checkpoint-every", "2", "--ckpt-dir", str(ckpt), "--json")
+    assert first.returncode == 0, first.stderr
+    before = _tree_digest(ckpt)
+    for args in (["--framework", "torch", "--model", "mlp"],
+                 ["--framework", "chainer", "--model", "cnn"]):
+        line = _one_line_error(cli("train", *args, "--steps", "6", "--ckpt-dir", str(ckpt)))
+        assert "checkpoint step-" in line and "not framework" in line
+    # same framework and model, different seed: refused by the worker on load
+    line = _one_line_error(cli("train", "--framework", "chainer", "--model", "mlp", "--steps",
+                               "8", "--checkpoint-every", "2", "--seed", "9", "--ckpt-dir",
+                               str(ckpt)))
+    assert "different run configuration" in line and "seed" in line
+    assert _tree_digest(ckpt) == before
+
+
+def test_unwritable_checkpoint_dir(cli, tmp_path):
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("")
+    line = _one_line_error(cli("train", "--framework", "torch", "--steps", "3", "--ckpt-dir",
+                               str(blocker / "sub")))
+    assert "not writable" in line
+
+
+def test_bad_kill_trace_names_file_and_line(cli, tmp_path):
+    trace = tmp_path / "k.jsonl"
+    trace.write_text('{"at_step": 2}\n{"at_step": "x"}\n')
+    line = _one_line_error(cli("train", "--framework", "torch", "--steps", "3", "--kill-trace",
+                               str(trace)))
+    assert f"{trace}:2" in line
+
+
+def test_bench_bad_input(cli):
+    assert "unknown framework" in _one_line_error(cli("checkpoint-bench", "--framework", "jax"))
+    assert "unknown model" in _one_line_error(cli("checkpoint-bench", "--framework", "torch",
+                                                  "--model", "gpt"))
+
+
+def test_sbatch_scripts(tmp_path):
+    ddp = render_sbatch(SlurmJob(framework="pytorch", run="ddp", nodes=4, gpus_per_node=8,
+                                 time_s=5400).validated())
+    assert "#SBATCH --nodes=4" in ddp and "#SBATCH --gpus-per-node=8" in ddp
+    assert "#SBATCH --time=01:30:00" in ddp
+    assert "torchrun --nnodes=4 --nproc-per-node=8" in ddp and "--backend nccl" in ddp
+    mpi = render_sbatch(SlurmJob(framework="chainer", run="chainer-mpi", nodes=2,
+                                 gpus_per_node=4).validated())
+    assert "mpirun -np 8 --map-by ppr:4:node" in mpi and "real_runs.chainer_mpi" in mpi
+    train = render_sbatch(SlurmJob(framework="tf", model="resnet", time_s=2 * 86400).validated())
+    assert "--framework tensorflow --model resnet" in train and "#SBATCH --time=2-00:00:00" in train
+    for script in (ddp, mpi, train):
+        path = tmp_path / "job.sbatch"
+        path.write_text(script)
+        assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+    with pytest.raises(InputError):
+        SlurmJob(framework="tensorflow", run="ddp").validated()
+    with pytest.raises(InputError):
+        SlurmJob(framework="torch", nodes=0).validated()
+
+
+def test_slurm_cli_writes_file(cli, tmp_path):
+    out = tmp_path / "run.sbatch"
+    proc = cli("slurm", "--framework", "torch", "--run", "mpi-bench", "--nodes", "2",
+               "--gpus-per-node", "4", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "mpirun -np 8" in out.read_text()
+    assert "unknown framework" in _one_line_error(cli("slurm", "--framework", "mxnet"))
+
+
+def test_measurement_records_round_trip_with_environment(tmp_path):
+    env = capture_environment("none", world_size=2)
+    assert env.host and env.cpu_model and env.cpu_count >= 1 and env.world_size == 2
+    record = Measurement(kind="allreduce", env=env, params={"op": "sum"},
+                         metrics={"message_bytes": 1024, "time_s": 1.5e-5})
+    path = tmp_path / "m.jsonl"
+    write_measurements([record, record], path)
+    back = read_measurements(path)
+    assert back == [record, record]
+    assert encode_measurement(back[0]) == encode_measurement(record)
+    path.write_text('{"kind": "allreduce", "params": {}}\n')
+    with pytest.raises(InputError, match="environment"):
+        read_measurements(path)
+
+
+def test_real_runs_imports_without_frameworks():
+    code = ("import sys, real_runs, real_runs.harness, real_runs.store, real_runs.supervisor, "
+            "real_runs.faults, real_runs.formats, real_runs.pool, real_runs.slurm, "
+            "real_runs.profile, real_runs.ddp, real_runs.mpibench, real_runs.chainer_mpi, "
+            "testbed.cli.realrun, testbed.measurements\n"
+            "bad = [m for m in ('torch', 'tensorflow', 'keras', 'chainer', 'mpi4py') "
+            "if m in sys.modules]\nprint(bad)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=child_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().replace("'", '"')) == []
