@@ -111,6 +111,8 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
             scheduler.load_state_dict(payload["scheduler"])
             mine = torch.load(entry.path / f"rank{rank}.pt", weights_only=True)
             torch.set_rng_state(mine["cpu_rng"])
+            if device.type == "cuda" and "cuda_rng" in mine:
+                torch.cuda.set_rng_state(mine["cuda_rng"], device)
             with open(entry.path / f"rank{rank}.json", encoding="utf-8") as stream:
                 state = json.load(stream)
             _restore_python(state["python_random"])
@@ -129,7 +131,10 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
         if rank == 0:
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "scheduler": scheduler.state_dict()}, tmp / "model.pt")
-        torch.save({"cpu_rng": torch.get_rng_state()}, tmp / f"rank{rank}.pt")
+        rng = {"cpu_rng": torch.get_rng_state()}
+        if device.type == "cuda":
+            rng["cuda_rng"] = torch.cuda.get_rng_state(device)
+        torch.save(rng, tmp / f"rank{rank}.pt")
         with open(tmp / f"rank{rank}.json", "w", encoding="utf-8") as stream:
             json.dump({"step": step, "losses": losses, "python_random": _python_state(),
                        "numpy_global": _numpy_global_state(), "data": iterator.state()}, stream)

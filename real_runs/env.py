@@ -15,9 +15,10 @@ from pathlib import Path
 
 from testbed.measurements import Environment
 
-#: Distribution names of each framework, for version capture.
-FRAMEWORK_DISTS = {"torch": "torch", "tensorflow": "tensorflow-cpu", "chainer": "chainer",
-                   "mpi4py": "mpi4py", "none": ""}
+#: Distribution names of each framework (first installed one wins), for version capture.
+FRAMEWORK_DISTS = {"torch": ("torch",), "tensorflow": ("tensorflow", "tensorflow-cpu"),
+                   "keras": ("keras",), "chainer": ("chainer",), "cupy": ("cupy", "cupy-cuda12x"),
+                   "mpi4py": ("mpi4py",), "none": ()}
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,13 +48,13 @@ def python_cmd(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def _version(dist: str) -> str:
-    if not dist:
-        return ""
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "absent"
+def _version(dists: tuple[str, ...]) -> str:
+    for dist in dists:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "absent" if dists else ""
 
 
 def cpu_model() -> str:
@@ -91,13 +92,13 @@ def gpu_model(framework: str) -> str:
 
 def capture_environment(framework: str = "none", world_size: int = 1) -> Environment:
     """The environment of this process, for a measurement record."""
-    versions = {name: _version(dist) for name, dist in FRAMEWORK_DISTS.items()
-                if dist and name != framework}
+    versions = {name: _version(dists) for name, dists in FRAMEWORK_DISTS.items()
+                if dists and name != framework}
     versions = {k: v for k, v in versions.items() if v != "absent"}
-    versions["numpy"] = _version("numpy")
+    versions["numpy"] = _version(("numpy",))
     return Environment(
         host=socket.gethostname(), os=f"{platform.system()} {platform.release()}",
         python=platform.python_version(), cpu_model=cpu_model(), cpu_count=os.cpu_count() or 1,
         gpu_model=gpu_model(framework), framework=framework,
-        framework_version=_version(FRAMEWORK_DISTS.get(framework, "")),
+        framework_version=_version(FRAMEWORK_DISTS.get(framework, ())),
         world_size=world_size, versions=versions)

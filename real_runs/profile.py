@@ -43,8 +43,6 @@ def profile_run(cfg: RunConfig, timeout_s: float = 600.0) -> dict[str, Any]:
         "peak_memory_bytes": result["peak_memory_bytes"],
         "final_loss": result["losses"][-1],
     }
-    from real_runs.env import capture_environment
-    env = capture_environment(cfg.framework).to_dict()
-    env["framework_version"] = env["framework_version"] or "unknown"
+    env = result["env"]
     return {"framework": cfg.framework, "model": cfg.model, "summary": summary,
             "timings": timings, "layer_s": result["layer_s"], "env": env}

@@ -247,7 +247,7 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
         "checkpoints_committed": commits, "checkpoint_aborts": aborts,
         "corruptions_detected": corruptions, "damaged": damages,
         "final_params_sha256": result["params_sha256"], "losses": result["losses"],
-        "identical_to_uninterrupted": None,
+        "identical_to_uninterrupted": None, "env": result["env"],
     }
     if verify:
         reference = run_reference(cfg)

@@ -12,6 +12,8 @@ Two ways to run:
 * ``--serve [--max-requests N]``: import the framework, then read requests from
   standard input, one per line. A server with ``--max-requests 1`` is a *fresh
   process* that was started early so that its import overlaps other work.
+* ``--serve --zygote``: import the framework, then fork a new child process for each
+  request (the zygote itself never trains).
 
 A request: ``{"cfg": RunConfig fields, "ckpt_dir": path or null, "resume": bool,
 "until": step, "save_final": bool, "omit": [...], "write_delay_s": float}``.
@@ -42,6 +44,7 @@ def _protocol_stream() -> TextIO:
 
 def run_request(request: dict[str, Any], emit) -> dict[str, Any]:
     """Run one training request; returns the result record."""
+    from real_runs.env import capture_environment
     from real_runs.harness import OMITTABLE, RunConfig, Trainer, make_backend
     from real_runs.store import CheckpointStore
 
@@ -90,13 +93,39 @@ def run_request(request: dict[str, Any], emit) -> dict[str, Any]:
         trainer.checkpoint(store)
     result = trainer.result()
     result.update({"type": "result", "loaded_step": loaded_step, "framework": cfg.framework,
+                   "pid": os.getpid(),
                    "model": cfg.model,
                    "peak_memory_bytes": trainer.backend.peak_memory_bytes()})
     if request.get("timings"):
         result["timings"] = [[t.forward_s, t.backward_s, t.update_s] for t in trainer.timings]
         result["layer_s"] = trainer.backend.layer_times()
         result["parameter_count"] = trainer.backend.parameter_count()
+    # captured here, where the framework is loaded (so the GPU name is known)
+    result["env"] = capture_environment(cfg.framework).to_dict()
     return result
+
+
+def _fork_and_run(request: dict[str, Any], emit, proto: TextIO) -> None:
+    """Run ``request`` in a forked child: a new process whose memory holds nothing but
+    the imported framework (the zygote never trains), so a restore there reads
+    everything from the checkpoint. The zygote has one thread, so forking is safe."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            emit(run_request(request, emit))
+        except InputError as exc:
+            emit({"type": "error", "message": exc.format()})
+        except BaseException as exc:  # report, never fall back into the zygote's loop
+            emit({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
+            code = 1
+        finally:
+            proto.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        emit({"type": "error", "message": f"child {pid} exited with status {status}"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve", action="store_true")
     parser.add_argument("--max-requests", type=int, default=0)
     parser.add_argument("--preload", default="")
+    parser.add_argument("--zygote", action="store_true",
+                        help="with --serve: fork a new child process for every request")
     args = parser.parse_args(argv)
     proto = _protocol_stream()
 
@@ -131,10 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         for line in sys.stdin:
             if not line.strip():
                 continue
-            try:
-                emit(run_request(json.loads(line), emit))
-            except InputError as exc:
-                emit({"type": "error", "message": exc.format()})
+            if args.zygote:
+                _fork_and_run(json.loads(line), emit, proto)
+            else:
+                try:
+                    emit(run_request(json.loads(line), emit))
+                except InputError as exc:
+                    emit({"type": "error", "message": exc.format()})
             served += 1
             if args.max_requests and served >= args.max_requests:
                 break

@@ -234,12 +234,20 @@ class Job:
         self.failure = None
 
 
-def _inject(env: simpy.Environment, failures, job_proc: simpy.Process, counter: list[int]):
+def _inject(env: simpy.Environment, failures, job_proc: simpy.Process, cluster: Cluster,
+            nodes: int, counter: list[int]):
+    """Interrupt the job at each failure of the stream.
+
+    With a finite spare pool, a failure that strikes while every one of the job's
+    ``nodes`` slots already waits for a replacement finds no node to fail: skipped.
+    """
     for fail in failures:
         yield env.timeout(max(0.0, fail.t_s - env.now))
         counter[0] += 1
         if not job_proc.is_alive:
             return
+        if fail.cause != MAINTENANCE and cluster.pool is not None and cluster.needed >= nodes:
+            continue
         job_proc.interrupt(fail)
 
 
@@ -254,7 +262,8 @@ def run_simpy(spec: SimSpec, seed: int, rep: int, log: list[dict] | None = None
     job = Job(env, spec, cluster, log)
     proc = env.process(job.process())
     counter = [0]
-    env.process(_inject(env, spec.failures.events(seed, rep), proc, counter))
+    env.process(_inject(env, spec.failures.events(seed, rep), proc, cluster, spec.nodes,
+                         counter))
     env.run(until=proc)
     result = make_result(env.now, spec.plan.work_s, job.ckpt_s, job.restart_s, job.wait_s,
                          job.failures, job.commits, job.by_cause)

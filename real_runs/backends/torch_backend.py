@@ -93,8 +93,9 @@ class TorchBackend:
         self._starts: dict[str, float] = {}
         for name, module in self.model.named_modules():
             if name and not list(module.children()):
-                module.register_forward_pre_hook(self._pre_hook(name))
-                module.register_forward_hook(self._post_hook(name))
+                label = f"{name}:{type(module).__name__}"
+                module.register_forward_pre_hook(self._pre_hook(label))
+                module.register_forward_hook(self._post_hook(label))
 
     def _pre_hook(self, name: str):
         def hook(module, args):

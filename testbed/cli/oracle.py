@@ -159,5 +159,31 @@ def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precisi
                f"(use --json to see each reason)")
 
 
+@oracle.command("verify")
+@click.argument("measurements", type=click.Path(dir_okay=False))
+@click.option("--system", required=True, help="Profile to check (name or YAML path).")
+@click.option("--json", "as_json", is_flag=True)
+def verify_cmd(measurements, system, as_json) -> None:
+    """Predicted vs measured seconds per iteration for every row of a measurement CSV
+    (calibration format), with min(pred, meas)/max(pred, meas) accuracy; nothing is fitted."""
+    from pathlib import Path
+
+    from testbed.calibrate import evaluate, read_measurements
+
+    if not Path(measurements).exists():
+        raise InputError("no such file", source=measurements)
+    rows = evaluate(read_measurements(measurements), load_system(system))
+    mean = sum(r["accuracy"] for r in rows) / len(rows)
+    if as_json:
+        emit_json({"rows": rows, "mean_accuracy": mean})
+        return
+    click.echo(table(["model", "strategy", "gpus", "batch", "measured", "predicted", "accuracy"],
+                     [(r["model"], r["strategy"], r["gpus"], r["global_batch"],
+                       f"{r['measured_s']:.4f}",
+                       f"{r['predicted_s']:.4f}" if r["predicted_s"] else "infeasible",
+                       f"{r['accuracy']:.3f}") for r in rows], align="llrrrrr"))
+    click.echo(f"\nmean accuracy over {len(rows)} runs: {mean:.4f}")
+
+
 def register(cli) -> None:
     cli.add_command(oracle)

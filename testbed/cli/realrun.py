@@ -36,12 +36,6 @@ def _run_config(framework: str, model: str, steps: int, seed: int, checkpoint_ev
                      checkpoint_every=checkpoint_every, keep=keep).validated()
 
 
-def _environment_record(kind: str, framework: str, params: dict, metrics: dict,
-                        world_size: int = 1):
-    from real_runs.env import capture_environment
-    from testbed.measurements import Measurement
-    return Measurement(kind=kind, env=capture_environment(framework, world_size), params=params,
-                       metrics=metrics)
 
 
 @click.group("real-run")
@@ -98,13 +92,13 @@ def train_cmd(framework, model, steps, checkpoint_every, keep, seed, kill_mtbf, 
                         verify=verify)
     summary["ckpt_dir"] = str(directory)
     if measurements:
-        from testbed.measurements import write_measurements
-        record = _environment_record(
-            "supervised_run", cfg.framework,
-            {"model": cfg.model, "steps": steps, "checkpoint_every": checkpoint_every,
-             "seed": seed, "kill_mtbf": kill_mtbf, "kill_trace": kill_trace},
-            {k: summary[k] for k in ("kills", "restarts", "wall_time_s", "lost_steps",
-                                      "checkpoints_committed", "checkpoint_aborts")})
+        from testbed.measurements import Environment, Measurement, write_measurements
+        record = Measurement(
+            kind="supervised_run", env=Environment.from_dict(summary["env"]),
+            params={"model": cfg.model, "steps": steps, "checkpoint_every": checkpoint_every,
+                    "seed": seed, "kill_mtbf": kill_mtbf, "kill_trace": kill_trace},
+            metrics={k: summary[k] for k in ("kills", "restarts", "wall_time_s", "lost_steps",
+                                             "checkpoints_committed", "checkpoint_aborts")})
         write_measurements([record], measurements)
     if as_json:
         _echo_json(summary)

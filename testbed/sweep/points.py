@@ -6,8 +6,9 @@ text of the *validated* scenario (units already converted, so ``60min`` and ``1h
 are the same point), the replication count, the engine and the point seed.
 
 Seeds: the point seed comes from one ``numpy.random.SeedSequence`` whose entropy is
-the scenario's base seed and whose spawn key is the hash of the point's overrides, so
-a point keeps its seed when the grid gains or loses other points or is reordered.
+the scenario's base seed and whose spawn key is the point's scenario hash, so a point
+keeps its seed when the grid gains or loses other points or is reordered, and the
+same scenario written two ways (``1h``, ``3600``) is the same point.
 Replication ``r`` of a point uses the simulator's named streams of
 ``(point seed, r)``. With ``common=True`` every point uses the base seed itself
 (common random numbers: points then differ only by their parameters, which makes
@@ -51,11 +52,11 @@ def scenario_hash(scenario) -> str:
     return sha256_hex(canonical_json(data))
 
 
-def point_seed(base_seed: int, overrides: dict[str, Any], *, common: bool = False) -> int:
+def point_seed(base_seed: int, scenario_hash_hex: str, *, common: bool = False) -> int:
     """The point's seed (63 bits, fits an SQLite integer); see the module docstring."""
     if common:
         return int(base_seed)
-    digest = hashlib.sha256(canonical_json(overrides).encode()).digest()
+    digest = bytes.fromhex(scenario_hash_hex)
     key = tuple(int.from_bytes(digest[i:i + 4], "big") for i in range(0, 16, 4))
     words = np.random.SeedSequence(int(base_seed), spawn_key=key).generate_state(2, np.uint32)
     return (int(words[0]) << 31) | (int(words[1]) >> 1)

@@ -110,8 +110,9 @@ def plan_sweep(path: str | Path, grid: list[str] | tuple[str, ...] = (), *,
         base_seed = sc.simulation.seed if seed is None else seed
         reps = replications or sc.simulation.replications
         eng = engine or sc.simulation.engine
-        points.append(Point(index=i, overrides=overrides, scenario_hash=scenario_hash(sc),
-                            seed=point_seed(base_seed, overrides, common=common_seed),
+        sc_hash = scenario_hash(sc)
+        points.append(Point(index=i, overrides=overrides, scenario_hash=sc_hash,
+                            seed=point_seed(base_seed, sc_hash, common=common_seed),
                             replications=reps, engine=eng))
         specs.append(spec)
         facts.append(fact)

@@ -18,9 +18,21 @@ BREAKDOWN_COLUMNS = ("useful_s", "checkpoint_s", "lost_s", "restart_s", "waiting
 
 
 def resolve_spec(scenario):
-    """The simulator's resolved spec of a validated scenario (may ask the oracle)."""
+    """The simulator's resolved spec of a validated scenario (may ask the oracle).
+
+    An input error raised while resolving (an unknown system, a missing cause table
+    or trace) is completed with the scenario's file and the line of its key when it
+    lacks them, so that sweeps and reports always say where the problem is.
+    """
+    from testbed.errors import InputError
     from testbed.resilience.spec import resolve
-    return resolve(scenario)
+    try:
+        return resolve(scenario)
+    except InputError as exc:
+        if scenario.source and exc.field and (exc.source is None or exc.line is None) and \
+                exc.source in (None, scenario.source):
+            raise scenario.error(exc.message, exc.field) from None
+        raise
 
 
 #: How :func:`testbed.resilience.spec.resolve` words an oracle-infeasible configuration.

@@ -89,3 +89,14 @@ def test_calibrate_dry_run(cli, abci_csv):
     data = json.loads(r.stdout)
     assert data["written"] is None
     assert data["calibration"]["accuracy"]["in_sample_mean"] > 0.9
+
+
+def test_verify_against_measurements(cli, abci_csv):
+    r = cli("oracle", "verify", str(abci_csv), "--system", "abci-v100", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert len(data["rows"]) == 31
+    assert data["mean_accuracy"] == pytest.approx(
+        sum(x["accuracy"] for x in data["rows"]) / 31)
+    r = cli("oracle", "verify", "missing.csv", "--system", "abci-v100")
+    assert r.returncode == 2 and "missing.csv" in r.stderr

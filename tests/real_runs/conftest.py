@@ -36,6 +36,12 @@ def slow_enabled(config) -> bool:
 
 
 @pytest.fixture(scope="session")
+def slow_mode(request) -> bool:
+    """True with ``--slow`` / ``TESTBED_SLOW=1``."""
+    return slow_enabled(request.config)
+
+
+@pytest.fixture(scope="session")
 def examples(request) -> int:
     """Hypothesis examples per framework for the determinism property."""
     return SLOW_EXAMPLES if slow_enabled(request.config) else CI_EXAMPLES

@@ -146,3 +146,22 @@ def test_real_runs_imports_without_frameworks():
                           env=child_env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().replace("'", '"')) == []
+
+
+@pytest.mark.frameworks
+def test_profile_splits_step_time_and_records_environment(cli, tmp_path):
+    out = tmp_path / "m.jsonl"
+    proc = cli("profile", "--framework", "torch", "--model", "cnn", "--steps", "6",
+               "--measurements", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    summary = report["summary"]
+    assert summary["steps"] == 6 and summary["peak_memory_bytes"] > 0
+    assert summary["step_s"] == pytest.approx(
+        summary["forward_s"] + summary["backward_s"] + summary["update_s"])
+    # PyTorch hooks time every leaf layer; their sum is part of the forward time
+    assert any(name.endswith(":Conv2d") for name in report["layer_s"])
+    assert sum(report["layer_s"].values()) <= sum(t[0] for t in report["timings"]) * 1.05
+    records = read_measurements(out)
+    assert [r.kind for r in records] == ["train_step"] * 6 + ["train_summary"]
+    assert all(r.env.framework == "torch" and r.env.framework_version for r in records)

@@ -5,7 +5,9 @@ through, and k steps + checkpoint + restore *in a new process* + n - k steps, gi
 bitwise-identical parameters and loss sequences. Straight-through runs and the first
 halves share a long-lived server (every run reseeds everything and builds a new model,
 so any leak between runs would make the property fail, not pass); every restore runs
-in a fresh process that has run nothing else.
+in a new process that has run nothing else: in CI a child forked from a zygote that
+has only imported the framework (saves the 2–5 s import per example), with ``--slow``
+a freshly spawned interpreter.
 
 A second test shows that the property depends on the complete checkpoint: leaving out
 the RNG states, the optimizer state or the data-iterator position breaks it.
@@ -18,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from real_runs.harness import MODELS
-from real_runs.pool import FreshPool, WorkerServer
+from real_runs.pool import ForkPool, FreshPool, WorkerServer
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.timeout(400)]
 
@@ -26,9 +28,9 @@ FRAMEWORKS = ("torch", "tensorflow", "chainer")
 
 
 @pytest.fixture(scope="module", params=FRAMEWORKS)
-def workers(request):
+def workers(request, slow_mode):
     server = WorkerServer(request.param)
-    pool = FreshPool(request.param)
+    pool = FreshPool(request.param) if slow_mode else ForkPool(request.param)
     yield request.param, server, pool
     server.close()
     pool.close()
@@ -64,9 +66,10 @@ def test_restart_in_new_process_is_bitwise_identical(workers, examples, tmp_path
 
     prop()
     assert len(seen) >= examples
-    # every restore ran in its own process
+    # every restore ran in its own new process
     assert len(set(pool.pids)) == len(pool.pids) >= examples
     assert server.pid not in pool.pids
+    assert getattr(pool, "zygote", server).pid not in pool.pids
 
 
 OMISSIONS = [("torch", "rng"), ("torch", "optimizer"), ("torch", "data"),
@@ -78,16 +81,16 @@ def test_omitted_state_breaks_determinism(framework, omit, tmp_path):
     """Restoring everything but one kind of state gives a different run."""
     cfg = _cfg(framework, "mlp", 1234, 8)
     server = WorkerServer(framework)
-    fresh = [WorkerServer(framework, max_requests=1) for _ in range(2)]  # import meanwhile
+    pool = ForkPool(framework)
     try:
         straight = server.request({"cfg": cfg, "ckpt_dir": None})
         server.request({"cfg": cfg, "ckpt_dir": str(tmp_path), "until": 4, "save_final": True,
                         "resume": False})
-        complete = fresh[0].request({"cfg": cfg, "ckpt_dir": str(tmp_path)})
-        broken = fresh[1].request({"cfg": cfg, "ckpt_dir": str(tmp_path), "omit": [omit]})
+        complete = pool.run_fresh({"cfg": cfg, "ckpt_dir": str(tmp_path)})
+        broken = pool.run_fresh({"cfg": cfg, "ckpt_dir": str(tmp_path), "omit": [omit]})
     finally:
-        for worker in (server, *fresh):
-            worker.close()
+        server.close()
+        pool.close()
     assert complete["params_sha256"] == straight["params_sha256"]
     assert complete["losses"] == straight["losses"]
     assert broken["losses"][:4] == straight["losses"][:4]  # history comes from the checkpoint

@@ -47,7 +47,9 @@ def small_scenarios(draw):
     else:
         work_s = draw(st.floats(600.0, 40 * 3600.0))
         doc["workload"] = {"compute_time": work_s}
-    policy = draw(st.sampled_from(["none", "fixed", "young", "daly", "multilevel"]))
+    policy = draw(st.sampled_from(["none", "fixed", "young", "daly", "multilevel"]
+                                  if work_s <= 6 * 3600 else ["fixed", "young", "daly",
+                                                              "multilevel"]))
     ck: dict = {"policy": policy, "restart": draw(st.floats(0.0, 900.0))}
     if policy == "multilevel":
         ck["levels"] = [
@@ -62,7 +64,7 @@ def small_scenarios(draw):
         if draw(st.booleans()):
             ck["persist"] = draw(st.floats(0.0, 3600.0))
     if policy == "fixed":
-        ck["interval"] = draw(st.floats(300.0, 6 * 3600.0))
+        ck["interval"] = draw(st.floats(300.0, 3 * 3600.0))
     if policy == "daly":
         ck["daly_order"] = draw(st.sampled_from(["first", "higher", "exact"]))
     doc["checkpoint"] = ck
@@ -76,11 +78,11 @@ def small_scenarios(draw):
     fail: dict = {"distribution": dist, "detect": draw(st.floats(0.0, 300.0)),
                   "restart": draw(st.floats(0.0, 300.0))}
     key = draw(st.sampled_from(["mtbf", "node_mtbf"]))
-    # job MTBF between a quarter and twice the work, so that runs stay short
-    mtbf = draw(st.floats(max(600.0, work_s / 4), max(1200.0, 2 * work_s)))
+    # job MTBF between half and three times the work, so that runs stay short
+    mtbf = draw(st.floats(max(600.0, work_s / 2), max(1200.0, 3 * work_s)))
     fail[key] = mtbf * (nodes if key == "node_mtbf" else 1)
     if dist == "weibull":
-        fail["shape"] = draw(st.floats(0.5, 2.0))
+        fail["shape"] = draw(st.floats(0.6, 1.6))
     if dist == "lognormal":
         fail["sigma"] = draw(st.floats(0.3, 1.5))
     if draw(st.booleans()):
