@@ -34,6 +34,10 @@ from testbed.units import format_duration
 STUDY_MULTIPLES = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 #: At most this many replications per study point (the scenario's own run uses all).
 STUDY_MAX_REPLICATIONS = 100
+#: Study intervals whose segment (interval + checkpoint) exceeds this many job MTBFs
+#: are left out: each segment would need about e^this attempts, and a replication
+#: would simulate that many failures for a point far from any useful optimum.
+STUDY_MAX_SEGMENT_MTBFS = 2.5
 
 
 def _oracle_rows(oracle: Any) -> list[dict]:
@@ -81,20 +85,44 @@ def _study_scenario(scenario, spec, facts: dict, interval_s: float):
     if len(levels) <= 1 and scenario.checkpoint.persist:
         ck["persist"] = scenario.checkpoint.persist
     data["checkpoint"] = ck
+    if len(levels) > 1:
+        # causes name the levels that survive them; the study's single level is the
+        # slowest one, named "checkpoint" by the simulator
+        slowest = levels[-1]["name"]
+        f = data.get("failures") or {}
+        costs = list(f.get("category_costs", {}).values())
+        for entry in (f["causes"] if isinstance(f.get("causes"), list) else []) + costs:
+            if entry.get("survives") is not None:
+                entry["survives"] = ["checkpoint"] if slowest in entry["survives"] else []
     if spec.step_s is not None and data.get("workload", {}).get("steps"):
         data["workload"] = {"steps": data["workload"]["steps"], "step_time": spec.step_s}
     return scenario_from_dict(data, source=scenario.source or "<report>", lines=scenario.lines)
 
 
-def interval_study(scenario, spec, facts: dict, *, replications: int, seed: int,
-                   progress=None) -> list[dict]:
-    """ETTR and breakdown at each multiple of Daly's interval (empty when not meaningful)."""
-    base = facts["daly_interval_s"] or facts["interval_s"]
+def study_optima(facts: dict) -> tuple[float | None, float | None]:
+    """Young's and Daly's intervals for the study's single level (the slowest one)."""
+    levels = facts["levels"]
+    if len(levels) > 1:
+        return simbridge.optimum_intervals_s(levels[-1]["cost_s"], facts["job_mtbf_s"])
+    return facts["young_interval_s"], facts["daly_interval_s"]
+
+
+def study_intervals_s(facts: dict) -> list[tuple[float, float]]:
+    """(multiple, interval) pairs of the study; empty without failures or checkpoints."""
+    base = study_optima(facts)[1] or facts["interval_s"]
     if not base or not facts["job_mtbf_s"]:
         return []
+    levels = facts["levels"]
+    cost = levels[-1]["cost_s"] if len(levels) > 1 else facts["ckpt_cost_s"]
+    return [(m, base * m) for m in STUDY_MULTIPLES
+            if base * m + cost <= STUDY_MAX_SEGMENT_MTBFS * facts["job_mtbf_s"]]
+
+
+def interval_study(scenario, spec, facts: dict, *, replications: int, seed: int,
+                   progress=None) -> list[dict]:
+    """ETTR and breakdown at each interval of :func:`study_intervals_s`."""
     out = []
-    for m in STUDY_MULTIPLES:
-        tau = base * m
+    for m, tau in study_intervals_s(facts):
         sc = _study_scenario(scenario, spec, facts, tau)
         s = simbridge.resolve_spec(sc)
         rows = simbridge.run_replications(s, seed, replications)
@@ -157,10 +185,9 @@ def build_report(out_dir: str | Path, *, scenario, oracle: Any = None,
         spec = simbridge.resolve_spec(scenario)
         facts = simbridge.spec_facts(spec)
         reps_study = study_replications or min(sim_cfg.replications, STUDY_MAX_REPLICATIONS)
-        can_study = study and bool((facts["daly_interval_s"] or facts["interval_s"])
-                                   and facts["job_mtbf_s"])
-        total = (0 if simulation is not None else sim_cfg.replications) + (
-            reps_study * len(STUDY_MULTIPLES) if can_study else 0)
+        n_study = len(study_intervals_s(facts)) if study else 0
+        can_study = n_study > 0
+        total = (0 if simulation is not None else sim_cfg.replications) + reps_study * n_study
         with Progress(total, unit="rep", desc="report", enabled=progress) as bar:
             if simulation is None:
                 simulation = simbridge.simulate_summary(spec, sim_cfg.replications, sim_cfg.seed,
@@ -225,10 +252,11 @@ def build_report(out_dir: str | Path, *, scenario, oracle: Any = None,
         analytic = [(r["interval_s"], facts["work_s"] / r["analytic_wall_s"])
                     for r in study_rows if r["analytic_wall_s"]]
         multilevel = bool(facts and len(facts["levels"]) > 1)
+        young_s, daly_s = study_optima(facts) if facts else (None, None)
         plots.ettr_vs_interval(
-            out / "ettr_interval.png", pts, young_s=facts and facts["young_interval_s"],
-            daly_s=facts and facts["daly_interval_s"],
-            chosen_s=simulation.get("checkpoint_interval_s"), analytic=analytic,
+            out / "ettr_interval.png", pts, young_s=young_s, daly_s=daly_s,
+            chosen_s=None if multilevel else simulation.get("checkpoint_interval_s"),
+            analytic=analytic,
             reference_ettr=e["mean"] if multilevel else None,
             reference_label="the scenario's multi-level policy",
             title="ETTR vs checkpoint interval" + (" (single level, slowest storage)"
@@ -243,9 +271,12 @@ def build_report(out_dir: str | Path, *, scenario, oracle: Any = None,
         data.append(out / "ettr_interval.csv")
         cap = ("Simulated ETTR (useful compute / wall time) with 95% confidence intervals "
                "at multiples of Daly's interval, common random numbers")
-        if facts and facts["daly_interval_s"]:
-            cap += (f"; Young √(2δM) = {format_duration(facts['young_interval_s'])}, Daly "
-                    f"= {format_duration(facts['daly_interval_s'])}")
+        if daly_s:
+            cap += (f"; Young √(2δM) = {format_duration(young_s)}, Daly "
+                    f"= {format_duration(daly_s)}")
+        if multilevel:
+            cap += ("; single-level checkpoints to the slowest level, against the scenario's "
+                    "multi-level policy (dashed line)")
         page.figure("ettr_interval.png", cap + ".", "ettr_interval")
         if not study_rows:
             page.para("No interval study: the scenario has no failures or no checkpoint cost, "

@@ -50,14 +50,10 @@ def infeasible_reason(exc) -> str | None:
 
 def spec_facts(spec) -> dict:
     """Deterministic facts of a resolved spec that reports plot next to the results."""
-    from testbed.resilience import intervals
     plan = spec.plan
     mtbf = spec.job_mtbf_s if spec.job_mtbf_s != float("inf") else None
     cost = spec.ckpt_cost_s
-    young = daly = None
-    if mtbf and cost > 0:
-        young = intervals.young_interval_s(cost, mtbf)
-        daly = intervals.daly_higher_order_interval_s(cost, mtbf)
+    young, daly = optimum_intervals_s(cost, mtbf)
     return {
         "policy": spec.policy,
         "nodes": spec.nodes,
@@ -73,6 +69,16 @@ def spec_facts(spec) -> dict:
         "levels": [{"name": lv.name, "cost_s": lv.cost_s, "load_s": lv.load_s,
                     "every": lv.every} for lv in plan.levels],
     }
+
+
+def optimum_intervals_s(cost_s: float, mtbf_s: float | None
+                        ) -> tuple[float | None, float | None]:
+    """Young's and Daly's (higher-order) optimum intervals, or None without failures."""
+    from testbed.resilience import intervals
+    if not mtbf_s or cost_s <= 0:
+        return None, None
+    return (intervals.young_interval_s(cost_s, mtbf_s),
+            intervals.daly_higher_order_interval_s(cost_s, mtbf_s))
 
 
 def run_replications(spec, seed: int, replications: int, engine: str = "fast"

@@ -56,14 +56,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-CLI = ("import sys, testbed.cli.main as m; m.COMMAND_MODULES = ('realrun',); "
-       "m.main(sys.argv[1:])")
-
-
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``testbed real-run ARGS`` through the real entry point's error handling."""
-    return subprocess.run([sys.executable, "-c", CLI, "real-run", *args], capture_output=True,
-                          text=True, env=child_env(), timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "testbed", "real-run", *args],
+                          capture_output=True, text=True, env=child_env(), timeout=timeout)
 
 
 @pytest.fixture(scope="session")

@@ -62,7 +62,7 @@ def small_scenarios(draw):
     elif policy != "none":
         ck["cost"] = draw(st.floats(1.0, 900.0))
         if draw(st.booleans()):
-            ck["persist"] = draw(st.floats(0.0, 3600.0))
+            ck["persist"] = draw(st.floats(0.0, 600.0))
     if policy == "fixed":
         ck["interval"] = draw(st.floats(300.0, 3 * 3600.0))
     if policy == "daly":
@@ -98,8 +98,8 @@ def small_scenarios(draw):
                           "size": draw(st.integers(1, 3)),
                           "window": draw(st.floats(1.0, 1800.0))}
     if draw(st.booleans()):
-        fail["maintenance"] = {"every": draw(st.floats(4 * 3600.0, 48 * 3600.0)),
-                               "duration": draw(st.floats(60.0, 4 * 3600.0))}
+        every = draw(st.floats(4 * 3600.0, 48 * 3600.0))
+        fail["maintenance"] = {"every": every, "duration": draw(st.floats(60.0, every / 4))}
     doc["failures"] = fail
     return doc, draw(st.integers(0, 2**32 - 1))
 
