@@ -124,7 +124,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
             fail = next(events, None)
             f = fail.t_s if fail is not None else INF
             te = t + det
-            while f <= te and needed >= nodes:
+            while f <= te and needed >= nodes and fail.cause != MAINTENANCE:
                 fail, f = _skip(events)
             if f <= te:
                 restart += f - t
@@ -133,7 +133,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
             restart += det
             t = te
             if blocked > t:
-                while f <= blocked and needed >= nodes:
+                while f <= blocked and needed >= nodes and fail.cause != MAINTENANCE:
                     fail, f = _skip(events)
                 if f <= blocked:
                     wait += f - t
@@ -153,7 +153,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
                     if not needed:
                         break
                     r = returns[0]
-                    while f <= r and needed >= nodes:
+                    while f <= r and needed >= nodes and fail.cause != MAINTENANCE:
                         fail, f = _skip(events)
                     if f <= r:
                         wait += f - t
@@ -165,7 +165,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
                 if interrupted:
                     continue
             te = t + req
-            while f <= te and needed >= nodes:
+            while f <= te and needed >= nodes and fail.cause != MAINTENANCE:
                 fail, f = _skip(events)
             if f <= te:
                 restart += f - t
@@ -174,7 +174,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
             restart += req
             t = te
             te = t + plan.load_of(c)
-            while f <= te and needed >= nodes:
+            while f <= te and needed >= nodes and fail.cause != MAINTENANCE:
                 fail, f = _skip(events)
             if f <= te:
                 restart += f - t

@@ -14,6 +14,7 @@ line where the YAML loader can tell, and the key path (``failures.mtbf``).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -116,9 +117,9 @@ class Workload(_Strict):
     @model_validator(mode="after")
     def _one_kind(self) -> Workload:
         if (self.compute_time is None) == (self.steps is None):
-            raise ValueError("give exactly one of 'compute_time' or 'steps'")
+            raise ValueError("[compute_time] give exactly one of 'compute_time' or 'steps'")
         if self.compute_time is not None and self.step_time is not None:
-            raise ValueError("'step_time' goes with 'steps', not with 'compute_time'")
+            raise ValueError("[step_time] 'step_time' goes with 'steps', not with 'compute_time'")
         return self
 
 
@@ -192,16 +193,16 @@ class Failures(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Failures:
         if self.distribution not in DISTRIBUTIONS:
-            raise ValueError(f"unknown distribution {self.distribution!r}"
+            raise ValueError(f"[distribution] unknown distribution {self.distribution!r}"
                              f"{did_you_mean(self.distribution, DISTRIBUTIONS)}; "
                              f"choose one of {', '.join(DISTRIBUTIONS)}")
         if self.trace is None and (self.mtbf is None) == (self.node_mtbf is None):
-            raise ValueError("give exactly one of 'mtbf' (whole job) or 'node_mtbf' (per node)"
+            raise ValueError("[mtbf] give exactly one of 'mtbf' (whole job) or 'node_mtbf' (per node)"
                              ", or a 'trace' to replay")
         if self.shape is not None and self.distribution != "weibull":
-            raise ValueError("'shape' applies to the weibull distribution only")
+            raise ValueError("[shape] 'shape' applies to the weibull distribution only")
         if self.sigma is not None and self.distribution != "lognormal":
-            raise ValueError("'sigma' applies to the lognormal distribution only")
+            raise ValueError("[sigma] 'sigma' applies to the lognormal distribution only")
         return self
 
 
@@ -246,25 +247,25 @@ class Checkpoint(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Checkpoint:
         if self.policy not in POLICIES:
-            raise ValueError(f"unknown policy {self.policy!r}{did_you_mean(self.policy, POLICIES)}"
+            raise ValueError(f"[policy] unknown policy {self.policy!r}{did_you_mean(self.policy, POLICIES)}"
                              f"; choose one of {', '.join(POLICIES)}")
         if self.policy == "fixed":
             if (self.interval is None) == (self.every_steps is None):
-                raise ValueError("policy 'fixed' needs exactly one of 'interval' or 'every_steps'")
+                raise ValueError("[interval] policy 'fixed' needs exactly one of 'interval' or 'every_steps'")
         elif self.interval is not None or self.every_steps is not None:
             key = "interval" if self.interval is not None else "every_steps"
-            raise ValueError(f"'{key}' applies to policy 'fixed' only, not {self.policy!r}")
+            raise ValueError(f"[{key}] '{key}' applies to policy 'fixed' only, not {self.policy!r}")
         if self.policy == "multilevel":
             if not self.levels:
-                raise ValueError("policy 'multilevel' needs 'levels'")
+                raise ValueError("[levels] policy 'multilevel' needs 'levels'")
             for a, b in zip(self.levels, self.levels[1:], strict=False):
                 if b.every % a.every:
-                    raise ValueError(f"level {b.name!r} every={b.every} must be a multiple of "
+                    raise ValueError(f"[levels] level {b.name!r} every={b.every} must be a multiple of "
                                      f"level {a.name!r} every={a.every}")
             if self.persist:
-                raise ValueError("'persist' (asynchronous part) is for single-level policies")
+                raise ValueError("[persist] 'persist' (asynchronous part) is for single-level policies")
         elif self.levels is not None:
-            raise ValueError(f"'levels' applies to policy 'multilevel' only, not {self.policy!r}")
+            raise ValueError(f"[levels] 'levels' applies to policy 'multilevel' only, not {self.policy!r}")
         return self
 
 
@@ -364,8 +365,18 @@ def _model_at(path_parts: tuple, model: type[BaseModel] = None) -> type[BaseMode
 
 
 def _first_error(exc: ValidationError, source: str, lines: dict[str, int]) -> ScenarioError:
-    err = exc.errors(include_url=False)[0]
+    errors = exc.errors(include_url=False)
+    # in a union (``causes: str | list``) the most specific error is the deepest one
+    err = max(errors, key=lambda e: (len(e["loc"]), e["type"] == "extra_forbidden"))
     loc = tuple(p for p in err["loc"])
+    msg = err["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix):]
+    key = re.match(r"^\[([A-Za-z_]+)\] ", msg)
+    if key:   # a model validator names the key it objects to
+        loc = loc + (key.group(1),)
+        msg = msg[key.end():]
     path = _loc_path(loc)
     line = _line_for(lines, path) if path else None
     if err["type"] == "extra_forbidden":
@@ -375,10 +386,6 @@ def _first_error(exc: ValidationError, source: str, lines: dict[str, int]) -> Sc
         return ScenarioError(f"unknown key {key!r}{hint}", source=source, field=path, line=line)
     if err["type"] == "missing":
         return ScenarioError("required key is missing", source=source, field=path, line=line)
-    msg = err["msg"]
-    for prefix in ("Value error, ", "Assertion failed, "):
-        if msg.startswith(prefix):
-            msg = msg[len(prefix):]
     return ScenarioError(msg, source=source, field=path or None, line=line)
 
 

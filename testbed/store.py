@@ -148,6 +148,18 @@ class Store:
                   p["scenario_hash"], p["seed"], p["replications"],
                   json.dumps(p["facts"], sort_keys=True)) for p in plan])
 
+    def code_versions(self, keys: Iterable[str]) -> dict[str, str]:
+        """Code version of each finished point among ``keys``."""
+        keys = list(keys)
+        out: dict[str, str] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            out.update(self.db.execute(
+                f"SELECT point_key, code_version FROM points WHERE point_key IN ({marks})",
+                chunk).fetchall())
+        return out
+
     def finished_keys(self) -> set[str]:
         """Keys of the points whose results are complete."""
         return {r[0] for r in self.db.execute("SELECT point_key FROM points")}

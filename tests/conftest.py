@@ -38,3 +38,9 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subpro
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="run the slow, thorough variants (more hypothesis examples, "
+                          "restores in freshly spawned interpreters)")

@@ -78,12 +78,20 @@ def run_cmd(scenario, as_json) -> None:
             "best_per_strategy": [e.to_dict() for e in best],
             "chosen": comparison["chosen"].to_dict() if comparison["chosen"] else None,
         }
+    simulation = None
+    if sc.workload is not None:
+        from testbed.cli.simulate import run_simulation
+        simulation = run_simulation(sc)
+        out["simulation"] = simulation
     if as_json:
         emit_json(out)
         return
     click.echo(f"scenario {sc.name}: {sc.description or ''}".rstrip(": "))
     if comparison is not None:
         _print_comparison(comparison)
+    if simulation is not None:
+        from testbed.cli.simulate import print_summary
+        print_summary(simulation)
 
 
 def _print_comparison(comparison: dict) -> None:

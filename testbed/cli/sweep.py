@@ -51,7 +51,8 @@ def sweep_cmd(scenario, grid, replications, seed, engine, executor, workers, sto
         agg = aggregate(store, plan.sweep_id)
         total_rows = sum(r.get("replications", 0) for r in agg)
     out = {"sweep_id": stats.sweep_id, "store": store_path, "points": stats.points,
-           "skipped": stats.skipped, "ran": stats.ran, "infeasible": stats.infeasible, "rows": total_rows,
+           "skipped": stats.skipped, "ran": stats.ran, "infeasible": stats.infeasible,
+           "older_code": stats.older_code, "rows": total_rows,
            "elapsed_s": stats.elapsed_s, "points_per_s": stats.points_per_s,
            "workers": stats.workers, "executor": executor,
            "results": [{k: r[k] for k in ("idx", "params", "seed", "replications", "ettr", "infeasible",
@@ -64,6 +65,10 @@ def sweep_cmd(scenario, grid, replications, seed, engine, executor, workers, sto
                f"{stats.skipped} already done, {stats.ran} run on {stats.workers} "
                f"{executor} worker(s) in {format_duration(stats.elapsed_s)}; "
                f"{total_rows} rows in {store_path}")
+    if stats.older_code:
+        click.echo(f"note: {stats.older_code} finished point(s) were computed by another "
+                   "code version (see the code_version column); use a new --store to "
+                   "recompute them", err=True)
     if stats.infeasible:
         click.echo(f"{stats.infeasible} point(s) the oracle finds infeasible were skipped "
                    "(see `testbed report`)")

@@ -55,15 +55,17 @@ def breakdown_bars(path: Path, labels: Sequence[str], breakdowns: Sequence[dict]
     plt = _plt()
     total = max(sum(b.values()) for b in breakdowns) if breakdowns else 1.0
     div, unit = _duration_axis(total)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(labels) + 3), 4.4))
+    many = len(labels) > 12
+    fig, ax = plt.subplots(figsize=(min(14.0, max(6.0, 0.7 * len(labels) + 3)),
+                                    5.2 if many else 4.4))
     bottom = [0.0] * len(labels)
     for key, (name, colour) in CATEGORIES.items():
         vals = [b.get(key, 0.0) / div for b in breakdowns]
         ax.bar(range(len(labels)), vals, bottom=bottom, color=colour, label=name, width=0.7)
         bottom = [a + v for a, v in zip(bottom, vals, strict=True)]
     ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=30 if len(labels) > 3 else 0, ha="right"
-                       if len(labels) > 3 else "center", fontsize=8)
+    ax.set_xticklabels(labels, rotation=60 if many else (30 if len(labels) > 3 else 0),
+                       ha="right" if len(labels) > 3 else "center", fontsize=6 if many else 8)
     ax.set_ylabel(f"mean wall time ({unit})")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -116,28 +118,29 @@ def ettr_vs_interval(path: Path, points: Sequence[dict], *, young_s: float | Non
 
 
 def _segments(events: Sequence[dict]) -> tuple[dict[str, list], list[float], list[float]]:
-    """Turn an event log into time spans per activity, failure times and commit times."""
+    """Turn an event log into time spans per activity, failure times and commit times.
+
+    Compute (and checkpoint writing) done after the checkpoint a restart rolls back to
+    (``restart_begin``'s ``checkpoint``) is re-labelled as lost.
+    """
     spans: dict[str, list] = {k: [] for k in ("compute", "checkpoint", "restart", "waiting",
                                                "lost")}
+    work: list[list] = []          # [kind, start, length] of compute/checkpoint, relabelled
     failures: list[float] = []
     commits: list[float] = []
-    state, start, last_commit = None, 0.0, 0.0
-    open_spans: list[tuple[str, float, float]] = []   # since the last commit
-    nxt = {"job_start": "compute", "steps": "compute", "checkpoint_begin": "checkpoint",
+    commit_time: dict[int, float] = {0: 0.0}
+    nxt = {"job_start": "compute", "checkpoint_begin": "checkpoint",
            "checkpoint_commit": "compute", "checkpoint_abort": "restart",
            "failure": "restart", "restart_begin": "restart", "wait": "waiting",
            "load": "restart", "restart_end": "compute", "maintenance": "waiting",
            "job_end": None}
+    state, start = None, 0.0
     for e in events:
         t, kind = float(e["t_s"]), e["event"]
-        new = nxt.get(kind, state)
-        if kind == "steps":
-            new = state if state in ("checkpoint",) else "compute"
-        if state is not None and t > start and (new != state or kind in (
-                "failure", "checkpoint_commit")):
-            span = (state, start, t)
+        new = state if kind == "steps" else nxt.get(kind, state)
+        if state is not None and t > start and (new != state or kind == "failure"):
             if state in ("compute", "checkpoint"):
-                open_spans.append(span)
+                work.append([state, start, t - start])
             else:
                 spans[state].append((start, t - start))
             start = t
@@ -145,18 +148,17 @@ def _segments(events: Sequence[dict]) -> tuple[dict[str, list], list[float], lis
             start = t
         if kind == "checkpoint_commit":
             commits.append(t)
-            last_commit = t
-            for s, a, b in open_spans:
-                spans[s].append((a, b - a))
-            open_spans = []
-        if kind == "failure":
+            commit_time[int(e.get("checkpoint", 0))] = t
+        elif kind == "failure":
             failures.append(t)
-            for s, a, b in open_spans:
-                spans["lost" if a >= last_commit else s].append((a, b - a))
-            open_spans = []
+        elif kind == "restart_begin":
+            since = commit_time.get(int(e.get("checkpoint", 0)), 0.0)
+            for w in work:
+                if w[1] >= since and w[0] in ("compute", "checkpoint"):
+                    w[0] = "lost"
         state = new
-    for s, a, b in open_spans:
-        spans[s].append((a, b - a))
+    for kind, a, length in work:
+        spans[kind].append((a, length))
     return spans, failures, commits
 
 
@@ -167,14 +169,16 @@ def timeline(path: Path, events: Sequence[dict], title: str) -> None:
     end = max((float(e["t_s"]) for e in events), default=1.0) or 1.0
     div, unit = _duration_axis(end)
     fig, ax = plt.subplots(figsize=(10.0, 3.0))
-    rows = [("compute", "compute (kept)", "#4C9F70", 3), ("lost", "compute lost to a failure",
-                                                          "#D1495B", 3),
+    rows = [("compute", "compute (kept)", "#4C9F70", 3),
+            ("lost", "work lost to a failure", "#D1495B", 3),
             ("checkpoint", "checkpoint", "#3B75AF", 2), ("restart", "restart", "#EDAE49", 1),
             ("waiting", "waiting", "#8E7DBE", 1)]
+    min_w = 0.0015 * end / div       # short events stay visible: at least 0.15% wide
     for key, label, colour, y in rows:
         if spans[key]:
-            ax.broken_barh([(a / div, w / div) for a, w in spans[key]], (y - 0.35, 0.7),
-                           facecolors=colour, label=label)
+            widen = 0.0 if key == "compute" else min_w
+            ax.broken_barh([(a / div, max(w / div, widen)) for a, w in spans[key]],
+                           (y - 0.35, 0.7), facecolors=colour, label=label)
     if failures:
         ax.scatter([t / div for t in failures], [4.0] * len(failures), marker="v",
                    color="#D1495B", zorder=3, label=f"failure ({len(failures)})")

@@ -6,6 +6,14 @@ values. Each value is read as YAML (``3`` is an integer, ``10min`` stays a strin
 the scenario's unit parser, ``true`` a boolean), so a grid value means exactly what the
 same text would mean in the scenario file. The sweep's points are the cross product
 of the axes, in the order the axes were given (the last axis varies fastest).
+
+Two keys come in exclusive pairs, and a grid on one of them implies the rest (see
+:func:`apply_implications`): a grid on ``checkpoint.interval`` (or
+``checkpoint.every_steps``) means fixed-interval checkpointing, so the policy becomes
+``fixed`` unless the grid also sets it; and ``failures.mtbf`` (whole job) replaces
+the scenario's ``failures.node_mtbf`` (per node), and the other way round. So
+``--grid checkpoint.interval=10min,1h --grid failures.mtbf=3h,6h`` works on any
+scenario with failures.
 """
 
 from __future__ import annotations
@@ -125,3 +133,30 @@ def apply_overrides(data: dict, overrides: dict[str, Any]) -> dict:
                                  source=f"--grid {key}")
             node[last] = value
     return out
+
+
+#: key set by a grid → keys of the scenario it replaces.
+_EXCLUSIVE = {
+    "checkpoint.interval": ("checkpoint.every_steps",),
+    "checkpoint.every_steps": ("checkpoint.interval",),
+    "failures.mtbf": ("failures.node_mtbf",),
+    "failures.node_mtbf": ("failures.mtbf",),
+}
+
+
+def apply_implications(data: dict, keys) -> dict:
+    """Complete a point's overridden mapping (in place) as the module docstring says."""
+    keys = set(keys)
+    for key, replaced in _EXCLUSIVE.items():
+        if key not in keys:
+            continue
+        for other in replaced:
+            if other in keys:
+                continue
+            section, name = other.split(".")
+            if isinstance(data.get(section), dict):
+                data[section].pop(name, None)
+    if keys & {"checkpoint.interval", "checkpoint.every_steps"} and \
+            "checkpoint.policy" not in keys and isinstance(data.get("checkpoint"), dict):
+        data["checkpoint"]["policy"] = "fixed"
+    return data

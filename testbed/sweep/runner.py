@@ -23,7 +23,7 @@ import yaml
 
 from testbed.errors import InputError, ScenarioError
 from testbed.sweep import simbridge
-from testbed.sweep.grid import Axis, apply_overrides, expand, parse_grid
+from testbed.sweep.grid import Axis, apply_implications, apply_overrides, expand, parse_grid
 from testbed.sweep.points import Point, canonical_json, point_seed, scenario_hash, sha256_hex
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,8 +95,8 @@ def plan_sweep(path: str | Path, grid: list[str] | tuple[str, ...] = (), *,
     points, specs, facts = [], [], []
     for i, overrides in enumerate(expand(axes)):
         try:
-            sc = scenario_from_dict(apply_overrides(raw, overrides), source=str(path),
-                                    lines=base.lines)
+            data = apply_implications(apply_overrides(raw, overrides), overrides)
+            sc = scenario_from_dict(data, source=str(path), lines=base.lines)
         except ScenarioError as exc:
             raise _grid_error(exc, overrides, axes) from None
         try:
@@ -152,6 +152,7 @@ class SweepStats:
     elapsed_s: float
     workers: int
     infeasible: int = 0
+    older_code: int = 0            # finished points computed by another code version
 
     @property
     def points_per_s(self) -> float:
@@ -175,6 +176,8 @@ def run_sweep(plan: SweepPlan, store, *, executor: str = "local", workers: int |
             if p.key not in done and s is not None]
     infeasible = sum(1 for s in plan.specs if s is None)
     skipped = len(plan.points) - len(todo) - infeasible
+    older = sum(1 for v in store.code_versions(p.key for p in plan.points).values()
+                if v != version)
     by_key = {p.key: p for p, _ in todo}
     start = time.perf_counter()
     ran = rows = 0
@@ -213,7 +216,7 @@ def run_sweep(plan: SweepPlan, store, *, executor: str = "local", workers: int |
                 pool.shutdown(wait=True, cancel_futures=True)
     return SweepStats(sweep_id=plan.sweep_id, points=len(plan.points), skipped=skipped,
                       ran=ran, rows=rows, elapsed_s=time.perf_counter() - start,
-                      workers=n_workers, infeasible=infeasible)
+                      workers=n_workers, infeasible=infeasible, older_code=older)
 
 
 #: Aggregated figures per point (mean with a 95% CI where it says so).

@@ -104,3 +104,25 @@ def test_store_errors_are_input_errors(tmp_path):
     junk.write_text("not a database at all" * 100)
     with pytest.raises(InputError):
         Store(junk, create=False)
+
+
+def test_grid_on_interval_and_mtbf_implies_fixed_policy_and_job_mtbf():
+    from testbed.sweep.grid import apply_implications
+    base = {"failures": {"node_mtbf": "60d"}, "checkpoint": {"policy": "daly"}}
+    keys = {"checkpoint.interval": "1h", "failures.mtbf": "3h"}
+    out = apply_implications(apply_overrides(base, keys), keys)
+    assert out == {"failures": {"mtbf": "3h"}, "checkpoint": {"policy": "fixed",
+                                                              "interval": "1h"}}
+    keys = {"checkpoint.interval": "1h", "checkpoint.policy": "young"}
+    out = apply_implications(apply_overrides(base, keys), keys)
+    assert out["checkpoint"]["policy"] == "young"      # an explicit policy wins
+
+
+def test_the_issue_example_sweep_plans_on_the_quickstart():
+    from tests.whatif.conftest import REPO
+    plan = plan_sweep(REPO / "scenarios" / "quickstart.yaml",
+                      ["checkpoint.interval=10min,30min,1h", "failures.mtbf=3h,6h"],
+                      replications=5)
+    assert len(plan.points) == 6
+    assert {round(f["job_mtbf_s"]) for f in plan.facts} == {3 * 3600, 6 * 3600}
+    assert all(f["policy"] == "fixed" for f in plan.facts)

@@ -1,0 +1,49 @@
+"""Checkpoint cost model and the oracle integration (step time and state size)."""
+
+from __future__ import annotations
+
+import pytest
+
+from testbed.oracle import predict
+from testbed.resilience.ckpt_cost import node_local_transfer_s, pfs_transfer_s
+from testbed.resilience.spec import resolve
+from testbed.scenario import load_scenario, scenario_from_dict
+from testbed.systems import load_system
+
+
+def test_pfs_contention_bounds_aggregate_bandwidth():
+    state = 800e9
+    # few writers: limited by their links (4 × 10 GB/s = 40 GB/s < 100 GB/s PFS)
+    assert pfs_transfer_s(state, 4, 100e9, 10e9) == pytest.approx(20.0)
+    # many writers: they contend for the PFS, each gets 100 GB/s / 64
+    assert pfs_transfer_s(state, 64, 100e9, 10e9) == pytest.approx(8.0)
+    assert pfs_transfer_s(state, 1024, 100e9, 10e9) == pytest.approx(8.0)
+    # metadata cost per writer, serialised
+    assert pfs_transfer_s(state, 64, 100e9, 10e9, metadata_s=0.01) == pytest.approx(8.64)
+    assert node_local_transfer_s(state, 100, 2e9) == pytest.approx(4.0)
+
+
+def test_checkpoint_cost_and_step_time_come_from_the_oracle():
+    sc = load_scenario("scenarios/quickstart.yaml")
+    spec = resolve(sc)
+    est = predict(system="abci-v100", model="resnet50", strategy="data", gpus=64,
+                  global_batch=4096, input_shape=(3, 224, 224), precision="fp32",
+                  optimizer="momentum")
+    assert spec.step_s == est.time_per_iteration_s
+    assert spec.state_bytes == est.state_bytes > 0
+    storage = load_system("abci-v100").storage
+    assert spec.ckpt_cost_s == pytest.approx(pfs_transfer_s(
+        est.state_bytes, 16, storage.pfs_write_bandwidth_Bps, storage.pfs_per_node_Bps))
+    assert spec.plan.work_s == pytest.approx(20000 * est.time_per_iteration_s)
+    assert spec.plan.step_s is not None and spec.plan.interval_steps >= 1
+
+
+def test_state_size_without_oracle_uses_storage_section():
+    doc = {"workload": {"compute_time": "10h"}, "cluster": {"nodes": 8},
+           "failures": {"mtbf": "5h"},
+           "storage": {"pfs_write_bandwidth": "10GB/s", "pfs_read_bandwidth": "20GB/s",
+                       "node_write_bandwidth": "2GB/s", "node_read_bandwidth": "2GB/s"},
+           "checkpoint": {"state": "100GB", "policy": "young"}}
+    spec = resolve(scenario_from_dict(doc))
+    assert spec.ckpt_cost_s == pytest.approx(100e9 / 10e9)
+    assert spec.plan.load_of(1) == pytest.approx(100e9 / 16e9)
