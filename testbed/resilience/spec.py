@@ -9,9 +9,11 @@ policy; it also gives the closed-form expected wall time where one applies.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.errors import InputError
 from testbed.resilience import intervals
 from testbed.resilience.causes import CauseRow, load_cause_table, resolve_causes
 from testbed.resilience.ckpt_cost import pfs_transfer_s
@@ -40,6 +42,19 @@ class SimSpec:
     state_bytes: int | None = None
 
 
+@contextmanager
+def _at(sc: Scenario, field: str):
+    """Re-raise an input error from a referenced name or file at the scenario's key."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.source not in (None, sc.source):
+            raise   # the error is inside another file (a trace, a cause table): keep it
+        sub = exc.field if exc.field and exc.field != field.rsplit(".", 1)[-1] else None
+        key = f"{field}.{sub}" if sub and field in ("model", "parallelism") else field
+        raise sc.error(exc.message, key) from None
+
+
 def _oracle(sc: Scenario):
     """The oracle's estimate for the scenario's model/system/parallelism."""
     missing = [k for k in ("system", "model", "parallelism") if getattr(sc, k) is None]
@@ -50,15 +65,19 @@ def _oracle(sc: Scenario):
     from testbed.units import parse_shape
     shape = sc.model.input_shape
     if isinstance(shape, str):
-        shape = parse_shape(shape, source=sc.source, field="model.input_shape")
+        with _at(sc, "model.input_shape"):
+            shape = parse_shape(shape)
     elif shape is not None:
         shape = tuple(shape)
     p = sc.parallelism
-    est = predict(system=_system_ref(sc), model=sc.model.name, strategy=p.strategy, gpus=p.gpus,
-                  global_batch=p.global_batch, group_size=p.group_size, input_shape=shape,
-                  precision=sc.model.precision, optimizer=sc.model.optimizer,
-                  micro_batches=p.micro_batches, **({"schedule": p.schedule} if p.schedule
-                                                    else {}))
+    with _at(sc, "system"):
+        _system(sc)
+    with _at(sc, "model"):
+        est = predict(system=_system_ref(sc), model=sc.model.name, strategy=p.strategy, gpus=p.gpus,
+                      global_batch=p.global_batch, group_size=p.group_size,
+                      input_shape=shape, precision=sc.model.precision,
+                      optimizer=sc.model.optimizer, micro_batches=p.micro_batches,
+                      **({"schedule": p.schedule} if p.schedule else {}))
     if not est.feasible:
         raise sc.error(f"the oracle finds this configuration infeasible: {est.reason}",
                        "parallelism")
@@ -78,7 +97,8 @@ def _system(sc: Scenario):
     if sc.system is None:
         return None
     from testbed.systems import load_system
-    return load_system(_system_ref(sc))
+    with _at(sc, "system"):
+        return load_system(_system_ref(sc))
 
 
 def _nodes(sc: Scenario, system) -> int:
@@ -125,7 +145,8 @@ def _causes(sc: Scenario, trace_names: list[str] | None):
     costs = {k: v.model_dump() for k, v in f.category_costs.items()}
     base = Path(sc.source).parent if sc.source else None
     if isinstance(f.causes, str):
-        rows = load_cause_table(f.causes, base_dir=base, source=sc.source)
+        with _at(sc, "failures.causes"):
+            rows = load_cause_table(f.causes, base_dir=base, source=sc.source)
     elif f.causes:
         rows = [CauseRow(c.name, c.category or c.name, c.weight) for c in f.causes]
         for c in f.causes:
@@ -152,7 +173,8 @@ def _failure_model(sc: Scenario, nodes: int) -> FailureModel:
         if not path.is_absolute() and sc.source:
             cand = Path(sc.source).parent / path
             path = cand if cand.exists() or not path.exists() else path
-        trace_rows = load_trace(path, field="failures.trace", referrer=sc.source)
+        with _at(sc, "failures.trace"):
+            trace_rows = load_trace(path, field="failures.trace", referrer=sc.source)
     causes = _causes(sc, sorted({r.cause for r in trace_rows}) if trace_rows else None)
     if trace_rows is not None:
         index = {c.name: i for i, c in enumerate(causes)}

@@ -63,7 +63,7 @@ def cases(draw):
         doc["checkpoint"]["interval"] = draw(st.floats(600.0, 4 * 3600.0))
     if draw(st.booleans()):
         doc["cluster"] = {"nodes": 2, "spares": draw(st.integers(0, 2)),
-                          "repair": draw(st.floats(0.0, 4 * 3600.0))}
+                          "repair": draw(st.floats(0.0, min(4 * 3600.0, mtbf)))}
     return doc, draw(st.integers(0, 10**9))
 
 
