@@ -61,13 +61,26 @@ def oracle_comparison(scenario) -> dict | None:
 
 @click.command("run")
 @click.argument("scenario", required=False)
+@click.option("-o", "--output", "out_dir", help="Report folder (default report/<scenario name>).")
+@click.option("--no-report", is_flag=True, help="Only print the summary; write no report.")
+@click.option("-r", "--replications", type=int, help="Override the scenario's replications.")
+@click.option("--seed", type=int, help="Override the scenario's seed.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def run_cmd(scenario, as_json) -> None:
-    """Run a scenario (default scenarios/quickstart.yaml): oracle comparison and simulation."""
+def run_cmd(scenario, out_dir, no_report, replications, seed, quiet, as_json) -> None:
+    """Run a scenario (default scenarios/quickstart.yaml): the oracle's strategy
+    comparison, the simulated run with replications, and a report folder (HTML page,
+    PNG plots, CSV)."""
+    from testbed.progress import wanted
     from testbed.scenario import load_scenario
 
+    if replications is not None and replications <= 0:
+        raise InputError(f"must be a positive integer, got {replications}", source="--replications")
+    if seed is not None and seed < 0:
+        raise InputError(f"must be >= 0, got {seed}", source="--seed")
     path = resolve_scenario_path(scenario)
     sc = load_scenario(path)
+    progress = wanted(quiet, as_json)
     comparison = oracle_comparison(sc)
     out: dict = {"scenario": sc.name, "source": str(path)}
     if comparison is not None:
@@ -81,8 +94,17 @@ def run_cmd(scenario, as_json) -> None:
     simulation = None
     if sc.workload is not None:
         from testbed.cli.simulate import run_simulation
-        simulation = run_simulation(sc)
+        simulation = run_simulation(sc, replications=replications, seed=seed, progress=progress)
         out["simulation"] = simulation
+    files = None
+    if not no_report:
+        from testbed.report import build_report
+        target = Path(out_dir) if out_dir else Path("report") / sc.name
+        if out_dir is None:
+            target.parent.mkdir(exist_ok=True)
+        files = build_report(target, scenario=sc, oracle=comparison, simulation=simulation,
+                             progress=progress)
+        out["report"] = files.to_dict()
     if as_json:
         emit_json(out)
         return
@@ -92,6 +114,8 @@ def run_cmd(scenario, as_json) -> None:
     if simulation is not None:
         from testbed.cli.simulate import print_summary
         print_summary(simulation)
+    if files is not None:
+        click.echo(f"\nreport: {files.html} ({len(files.plots)} plots, {len(files.data)} CSV files)")
 
 
 def _print_comparison(comparison: dict) -> None:
