@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "simulate",
     "calibrate",
     "realrun",
+    "traces",
     "sweep",
     "results",
     "report",
