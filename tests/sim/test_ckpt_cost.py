@@ -26,15 +26,17 @@ def test_pfs_contention_bounds_aggregate_bandwidth():
 def test_checkpoint_cost_and_step_time_come_from_the_oracle():
     sc = load_scenario("scenarios/quickstart.yaml")
     spec = resolve(sc)
-    est = predict(system="abci-v100", model="resnet50", strategy="data", gpus=64,
-                  global_batch=4096, input_shape=(3, 224, 224), precision="fp32",
-                  optimizer="momentum")
+    par = sc.parallelism
+    est = predict(system=sc.system, model=sc.model.name, strategy=par.strategy, gpus=par.gpus,
+                  global_batch=par.global_batch, input_shape=(3, 224, 224),
+                  precision=sc.model.precision, optimizer=sc.model.optimizer)
     assert spec.step_s == est.time_per_iteration_s
     assert spec.state_bytes == est.state_bytes > 0
-    storage = load_system("abci-v100").storage
+    storage = load_system(sc.system).storage
     assert spec.ckpt_cost_s == pytest.approx(pfs_transfer_s(
-        est.state_bytes, 16, storage.pfs_write_bandwidth_Bps, storage.pfs_per_node_Bps))
-    assert spec.plan.work_s == pytest.approx(20000 * est.time_per_iteration_s)
+        est.state_bytes, sc.cluster.nodes, storage.pfs_write_bandwidth_Bps,
+        storage.pfs_per_node_Bps))
+    assert spec.plan.work_s == pytest.approx(sc.workload.steps * est.time_per_iteration_s)
     assert spec.plan.step_s is not None and spec.plan.interval_steps >= 1
 
 
