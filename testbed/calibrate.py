@@ -153,8 +153,40 @@ def fit(measurements: list[Measurement], system: SystemProfile, source: str = ""
             srows = [m for m in rows if m.strategy == strategy]
             strategies[strategy] = _fit_strategy(srows, system, name, mc)
         models[name] = mc.model_copy(update={"strategies": strategies})
-    cal = Calibration(source=source, method="testbed.calibrate.fit", models=models)
-    return cal
+    return Calibration(source=source, method="testbed.calibrate.fit",
+                       compute_efficiency=_median_compute_efficiency(models, system),
+                       network_efficiency=_median_dict([m.network_efficiency
+                                                        for m in models.values()]),
+                       strategies=_median_strategies(models), models=models)
+
+
+def _median_compute_efficiency(models: dict[str, ModelCalibration],
+                               system: SystemProfile) -> dict[str, float]:
+    """Achieved / peak fp32 FLOP rate of the measured models (3 × forward FLOPs per
+    sample), median: what a model without its own measurement can expect here."""
+    peak = system.gpu.peak_flops("fp32")
+    rates = [3.0 * m.forward_flops / m.s_per_sample / peak
+             for m in models.values() if m.forward_flops]
+    return {"fp32": round(float(np.median(rates)), 4)} if rates else {}
+
+
+def _median_dict(tables: list[dict[str, float]]) -> dict[str, float]:
+    keys = sorted({k for t in tables for k in t})
+    return {k: round(float(np.median([t[k] for t in tables if k in t])), 4) for k in keys}
+
+
+def _median_strategies(models: dict[str, ModelCalibration]) -> dict[str, StrategyCalibration]:
+    """Per strategy, the median factors over the models measured with it: the
+    implementation's cost for a model that was not measured with that strategy."""
+    out: dict[str, StrategyCalibration] = {}
+    names = sorted({s for m in models.values() for s in m.strategies})
+    for name in names:
+        fits = [m.strategies[name] for m in models.values() if name in m.strategies]
+        out[name] = StrategyCalibration(
+            compute_scale=round(float(np.median([f.compute_scale for f in fits])), 5),
+            overhead_s=round(float(np.median([f.overhead_s for f in fits])), 6),
+            points=sum(f.points for f in fits))
+    return out
 
 
 def _predict_with(system: SystemProfile, name: str, mc: ModelCalibration,

@@ -171,9 +171,17 @@ class ModelCalibration(_Strict):
 
 
 class Calibration(_Strict):
+    """Fitted values; the system-wide entries are what the fit learned across models and
+    serve models and strategies that were not measured themselves."""
+
     source: str = ""
     method: str = ""
-    network_efficiency: dict[str, float] = Field(default_factory=dict)
+    compute_efficiency: dict[str, float] = Field(
+        default_factory=dict, description="precision -> achieved/peak FLOP rate (median of models)")
+    network_efficiency: dict[str, float] = Field(default_factory=dict,
+                                                 description="tier -> median of the models' fits")
+    strategies: dict[str, StrategyCalibration] = Field(
+        default_factory=dict, description="strategy -> median factors over measured models")
     models: dict[str, ModelCalibration] = Field(default_factory=dict)
     accuracy: dict[str, float] = Field(default_factory=dict)
 

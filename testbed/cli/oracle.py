@@ -39,6 +39,8 @@ def print_estimate(e: Estimate) -> None:
                          f"{100 * value / e.time_per_iteration_s:.1f}%"))
     click.echo(table(["phase", "time", "share"], rows))
     click.echo(f"throughput: {e.samples_per_s:,.1f} samples/s   bottleneck: {e.bottleneck}")
+    if e.calibration:
+        click.echo(f"basis: {e.calibration}")
     if e.collectives:
         click.echo(table(["collective", "time", "algorithm", "tier", "count"],
                          [(c["phase"], format_duration(c["time_s"]), c["algorithm"], c["tier"],

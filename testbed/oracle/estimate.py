@@ -100,6 +100,7 @@ class Estimate:
     communication_epoch_s: float | None = None
     parameters: int = 0
     state_bytes: int = 0
+    calibration: str = ""
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -156,11 +157,17 @@ class _Context:
         self.B = req.global_batch
         cal = None if self.paradl else req.system.model_calibration(req.model.name)
         self.model_cal = cal
+        self.sources: list[str] = []
         eff = {}
         if not self.paradl and req.system.calibration is not None:
             eff.update(req.system.calibration.network_efficiency)
-        if cal is not None:
+        if cal is not None and cal.network_efficiency:
             eff.update(cal.network_efficiency)
+            self.sources.append(f"network fitted ({req.model.name})")
+        elif eff:
+            self.sources.append("network fitted (median of models)")
+        else:
+            self.sources.append("network nominal")
         self.fabric = Fabric.from_spec(req.system.network, req.system.node.gpus_per_node,
                                        eff, nominal=self.paradl)
         if self.paradl:
@@ -171,16 +178,45 @@ class _Context:
         self.collectives: list[dict] = []
 
     def _time_per_sample(self) -> float:
-        """Forward+backward seconds per sample on one GPU."""
+        """Forward+backward seconds per sample on one GPU: measured for this model (scaled
+        by FLOPs to this input size), else profiled per layer, else FLOPs over the peak
+        times the efficiency the calibration measured on other models (or the profile's)."""
         cal = self.model_cal
         if cal is not None:
             ref = cal.forward_flops or self.stats.forward_flops
+            self.sources.append(f"compute measured ({self.model.name})")
             return cal.s_per_sample * self.stats.forward_flops / ref
         if self.model.profiled_s_per_sample:
+            self.sources.append("compute profiled (model file)")
             return self.model.profiled_s_per_sample
         gpu = self.system.gpu
+        precision = self.req.precision
+        eff = gpu.efficiency(precision)
+        fitted = self.system.calibration.compute_efficiency if (
+            self.system.calibration and not self.paradl) else {}
+        if precision in fitted:
+            eff = fitted[precision]
+            self.sources.append(f"compute from FLOPs at fitted efficiency {eff:.2f}")
+        else:
+            self.sources.append(f"compute from FLOPs at nominal efficiency {eff:.2f}")
         flops = self.stats.forward_flops * 3.0
-        return flops / (gpu.peak_flops(self.req.precision) * gpu.efficiency(self.req.precision))
+        return flops / (gpu.peak_flops(precision) * eff)
+
+    def strategy_calibration(self):
+        """Fitted factors for this strategy: the model's own, else the median over the
+        measured models for the same strategy, else the same for its family."""
+        if self.paradl or self.system.calibration is None:
+            return None
+        strategy = self.req.strategy
+        own = self.model_cal.strategies if self.model_cal else {}
+        common = self.system.calibration.strategies
+        for key, table, label in ((strategy, own, "measured"), (strategy, common, "median of models"),
+                                  (FAMILY[strategy], own, "measured, family"),
+                                  (FAMILY[strategy], common, "median of models, family")):
+            if key in table and key != "data":
+                self.sources.append(f"{key} factors {label}")
+                return table[key]
+        return None
 
     def record(self, phase: str, cost: CollectiveCost, count: int = 1) -> float:
         t = cost.time_s * count
@@ -608,10 +644,7 @@ def estimate(req: Request) -> Estimate:
     except _Infeasible as exc:
         return Estimate(**base, feasible=False, reason=exc.reason)
 
-    cal = None
-    if ctx.model_cal is not None:
-        fitted = ctx.model_cal.strategies
-        cal = fitted.get(req.strategy) or fitted.get(FAMILY[req.strategy])
+    cal = ctx.strategy_calibration()
     compute_s = parts.compute_s * (cal.compute_scale if cal else 1.0)
     overhead_s = cal.overhead_s if cal else 0.0
     backward_s = compute_s * 2 / 3
@@ -652,4 +685,5 @@ def estimate(req: Request) -> Estimate:
         samples_per_s=req.global_batch / total if total > 0 else None,
         iterations_per_epoch=iters, epoch_s=iters * total, compute_epoch_s=compute_iters * compute_s,
         communication_epoch_s=iters * comm_exposed,
+        calibration="; ".join(ctx.sources) if not ctx.paradl else "ParaDL rules",
     )

@@ -70,3 +70,26 @@ def test_malformed_csv(tmp_path):
                    "input_sample_shape,s_per_iter_median\nresnet50,data,x,1,64,64,3x224x224,0.1\n")
     with pytest.raises(ScenarioError, match=r"m.csv:2"):
         read_measurements(bad)
+
+
+def test_unmeasured_models_and_strategies_use_what_was_learned(fitted):
+    """ResNet-152 was never measured: its compute comes from FLOPs at the efficiency the
+    measured models achieved, its network and df factors from the models' medians; a
+    measured model keeps its own numbers and says so."""
+    cal, _, _ = fitted
+    peak = 15.7e12
+    rates = sorted(3 * m.forward_flops / m.s_per_sample / peak for m in cal.models.values())
+    assert cal.compute_efficiency["fp32"] == pytest.approx(rates[len(rates) // 2], abs=1e-4)
+    system = load_system("abci-v100")
+    e = predict(system, "resnet152", "serial", 1, 32)
+    from testbed.model.registry import get_model
+    flops = 3 * get_model("resnet152").forward_flops * 32
+    assert e.compute_s == pytest.approx(flops / (peak * system.calibration.compute_efficiency["fp32"]))
+    assert "fitted efficiency" in e.calibration
+    df = predict(system, "resnet152", "df", 16, 256, group_size=4)
+    assert "df factors median of models" in df.calibration
+    own = predict(system, "resnet50", "df", 16, 256, group_size=4)
+    assert "compute measured (resnet50)" in own.calibration
+    assert "df factors measured" in own.calibration
+    paradl = predict(system, "resnet50", "data", 2, 128, mode="paradl")
+    assert paradl.calibration == "ParaDL rules"
