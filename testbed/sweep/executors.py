@@ -5,7 +5,7 @@ otherwise). ``mpi`` is :class:`mpi4py.futures.MPIPoolExecutor`: started as
 ``mpiexec -n K python -m mpi4py.futures -m testbed sweep … --executor mpi``, rank 0
 drives the sweep and ranks 1…K−1 run points; started any other way, it spawns
 ``--workers`` processes through MPI (when the MPI library allows spawning).
-mpi4py is imported only when ``mpi`` is asked for.
+mpi4py is imported only when ``mpi`` is asked for, by :mod:`simulators.mpi_pool`.
 """
 
 from __future__ import annotations
@@ -27,14 +27,9 @@ def make_executor(kind: str, workers: int | None) -> tuple[Executor, int]:
         return ProcessPoolExecutor(max_workers=n), n
     if kind == "mpi":
         try:
-            from mpi4py import MPI
-            from mpi4py.futures import MPIPoolExecutor
+            from simulators.mpi_pool import mpi_pool
+            return mpi_pool(workers)
         except ImportError as exc:  # pragma: no cover - mpi4py is a dependency
             raise InputError(f"mpi4py is not usable: {exc}", source="--executor mpi") from None
-        size = MPI.COMM_WORLD.Get_size()
-        if size > 1:
-            return MPIPoolExecutor(), size - 1
-        n = workers or 2
-        return MPIPoolExecutor(max_workers=n), n
     raise InputError(f"unknown executor {kind!r}; choose one of {', '.join(EXECUTORS)}",
                      source="--executor")
