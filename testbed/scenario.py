@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from testbed.errors import ScenarioError
+from testbed.errors import InputError, ScenarioError
 from testbed.units import did_you_mean, parse_bandwidth_Bps, parse_duration_s, parse_size_bytes
 
 
@@ -427,3 +427,13 @@ def load_scenario(path: str | Path) -> Scenario:
     if node is not None:
         _line_map(node, "", lines)
     return scenario_from_dict(data, source=source, lines=lines)
+
+
+def check_overrides(replications: int | None, seed: int | None) -> None:
+    """Validate command-line overrides of the ``simulation`` section
+    (``--replications``, ``--seed``) with the same rules as the file."""
+    if replications is not None and replications <= 0:
+        raise InputError(f"must be a positive integer, got {replications}",
+                         source="--replications")
+    if seed is not None and seed < 0:
+        raise InputError(f"must be an integer >= 0, got {seed}", source="--seed")

@@ -72,12 +72,9 @@ def run_cmd(scenario, out_dir, no_report, replications, seed, quiet, as_json) ->
     comparison, the simulated run with replications, and a report folder (HTML page,
     PNG plots, CSV)."""
     from testbed.progress import wanted
-    from testbed.scenario import load_scenario
+    from testbed.scenario import check_overrides, load_scenario
 
-    if replications is not None and replications <= 0:
-        raise InputError(f"must be a positive integer, got {replications}", source="--replications")
-    if seed is not None and seed < 0:
-        raise InputError(f"must be >= 0, got {seed}", source="--seed")
+    check_overrides(replications, seed)
     path = resolve_scenario_path(scenario)
     sc = load_scenario(path)
     progress = wanted(quiet, as_json)

@@ -114,13 +114,9 @@ def print_summary(s: dict) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def simulate_cmd(scenario, replications, seed, engine, events_path, as_json, quiet) -> None:
     """Simulate failures and checkpoint-restart of a training run described by SCENARIO."""
-    from testbed.scenario import load_scenario
+    from testbed.scenario import check_overrides, load_scenario
 
-    if replications is not None and replications <= 0:
-        raise InputError(f"must be a positive integer, got {replications}",
-                         source="--replications")
-    if seed is not None and seed < 0:
-        raise InputError(f"must be an integer >= 0, got {seed}", source="--seed")
+    check_overrides(replications, seed)
     sc = load_scenario(scenario)
     summary = run_simulation(sc, replications, seed, engine, events_path,
                              progress=progress_enabled(quiet, as_json))

@@ -82,13 +82,9 @@ def plan_sweep(path: str | Path, grid: list[str] | tuple[str, ...] = (), *,
                replications: int | None = None, seed: int | None = None,
                engine: str | None = None, common_seed: bool = False) -> SweepPlan:
     """Validate the scenario and every grid point; see the module docstring."""
-    from testbed.scenario import load_scenario, scenario_from_dict
+    from testbed.scenario import check_overrides, load_scenario, scenario_from_dict
 
-    if replications is not None and replications <= 0:
-        raise InputError(f"must be a positive integer, got {replications}",
-                         source="--replications")
-    if seed is not None and seed < 0:
-        raise InputError(f"must be an integer >= 0, got {seed}", source="--seed")
+    check_overrides(replications, seed)
     base = load_scenario(path)
     raw = yaml.safe_load(Path(path).read_text())
     axes = parse_grid(list(grid))
