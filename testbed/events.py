@@ -13,9 +13,10 @@ Record fields: ``t_s`` (seconds since the run started), ``event`` (one of
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
+
+from testbed.canonical import dumps
 
 JOB_START = "job_start"            # the job (or a restarted incarnation) begins
 STEPS = "steps"                    # a contiguous range of training steps ran: start_step, end_step
@@ -37,25 +38,13 @@ EVENT_KINDS = (
 )
 
 
-def _canonical(value: Any) -> Any:
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        # 12 significant digits: stable across platforms, ample for seconds and bytes
-        return float(f"{value:.12g}")
-    if isinstance(value, Mapping):
-        return {str(k): _canonical(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_canonical(v) for v in value]
-    return value
-
-
 def encode_event(t_s: float, event: str, **fields: Any) -> str:
     """One canonical JSONL line (without the newline) for an event."""
     if event not in EVENT_KINDS:
         raise ValueError(f"unknown event kind {event!r}")
     record = {"t_s": t_s, "event": event, **fields}
-    return json.dumps(_canonical(record), sort_keys=True, separators=(",", ":"))
+    # 12 significant digits: stable across platforms, ample for seconds and bytes
+    return dumps(record, float_digits=12)
 
 
 def write_events(records: Iterable[Mapping[str, Any]], stream: TextIO) -> None:

@@ -13,12 +13,12 @@ lives in ``real_runs.env``.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from testbed.canonical import dumps
 from testbed.errors import ScenarioError
 
 #: The kinds of measurement the harnesses produce.
@@ -97,19 +97,9 @@ class Measurement:
                    params=dict(data.get("params", {})), metrics=dict(data.get("metrics", {})))
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
 def encode_measurement(record: Measurement) -> str:
     """One canonical JSON line (no newline) for a record."""
-    return json.dumps(_clean(record.to_dict()), sort_keys=True, separators=(",", ":"))
+    return dumps(record.to_dict())
 
 
 def write_measurements(records: Iterable[Measurement], path: str | Path, *,

@@ -32,7 +32,7 @@ from testbed.model.ir import Model
 from testbed.oracle.collectives import CollectiveCost, Fabric
 from testbed.oracle.profile import ModelStats, model_stats
 from testbed.oracle.resources import exposed_io_s, memory_bytes
-from testbed.oracle.state import dtype_bytes, optimizer_slots
+from testbed.oracle.state import dtype_bytes, optimizer_slots, state_bytes
 from testbed.oracle.strategies import Infeasible, assemble
 from testbed.systems import SystemProfile
 from testbed.units import did_you_mean, format_bytes
@@ -232,7 +232,6 @@ def estimate(req: Request) -> Estimate:
                 gpus=req.gpus, global_batch=req.global_batch,
                 group_size=req.group_size if req.strategy in ("df", "ds") else None,
                 mode=req.mode, parameters=req.model.parameters)
-    from testbed.oracle.state import state_bytes
     base["state_bytes"] = state_bytes(req.model.parameters, req.optimizer, req.precision)
     if req.gpus > req.system.max_gpus:
         return Estimate(**base, feasible=False,

@@ -19,27 +19,17 @@ comparisons across a grid much less noisy, and a one-point sweep equals
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from testbed.canonical import dumps
+
 
 def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace, floats at 17 significant digits: same data, same text."""
-    return json.dumps(_canon(value), sort_keys=True, separators=(",", ":"), allow_nan=True)
-
-
-def _canon(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, dict):
-        return {str(k): _canon(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_canon(v) for v in value]
-    return value
+    """Sorted keys, no whitespace, floats as Python prints them: same data, same text."""
+    return dumps(value)
 
 
 def sha256_hex(text: str) -> str:
