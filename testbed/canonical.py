@@ -1,7 +1,8 @@
 """Canonical JSON: the same data always gives the same text.
 
 Used for event logs, measurement records and sweep-point hashes: sorted keys, no
-whitespace, mappings with string keys, tuples as lists, non-finite floats as strings
+whitespace, mappings with string keys, tuples and sets as lists, typed results through
+their ``to_dict()``, NumPy values as Python numbers, non-finite floats as strings
 (JSON has no NaN or infinity), and optionally floats rounded to a fixed number of
 significant digits so that logs are stable across platforms.
 """
@@ -24,6 +25,12 @@ def plain(value: Any, float_digits: int | None = None) -> Any:
         return {str(k): plain(v, float_digits) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v, float_digits) for v in value]
+    if hasattr(value, "to_dict"):          # typed results crossing a layer
+        return plain(value.to_dict(), float_digits)
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):   # numpy
+        return plain(value.tolist(), float_digits)
+    if isinstance(value, (set, frozenset)):
+        return [plain(v, float_digits) for v in sorted(value)]
     return value
 
 

@@ -14,21 +14,14 @@ line where the YAML loader can tell, and the key path (``failures.mtbf``).
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, model_validator
 
 from testbed.errors import InputError, ScenarioError
+from testbed.inputs import load_yaml
+from testbed.schema import Strict, line_for, validate
 from testbed.units import did_you_mean, parse_bandwidth_Bps, parse_duration_s, parse_size_bytes
 
 
@@ -78,11 +71,7 @@ POLICIES = ("none", "fixed", "young", "daly", "multilevel")
 DISTRIBUTIONS = ("exponential", "weibull", "lognormal")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ModelSpec(_Strict):
+class ModelSpec(Strict):
     """What is trained, for the oracle: a zoo name plus input and numerics."""
 
     name: str
@@ -92,7 +81,7 @@ class ModelSpec(_Strict):
     sequence_length: int | None = Field(default=None, gt=0)
 
 
-class ParallelismSpec(_Strict):
+class ParallelismSpec(Strict):
     """How it is trained, for the oracle: strategy, GPU count, batch."""
 
     strategy: str = "data"
@@ -103,7 +92,7 @@ class ParallelismSpec(_Strict):
     schedule: str | None = None
 
 
-class Workload(_Strict):
+class Workload(Strict):
     """How much training: failure-free compute time, or a number of steps.
 
     ``steps`` with ``step_time`` needs no oracle; ``steps`` alone takes the step time
@@ -123,7 +112,7 @@ class Workload(_Strict):
         return self
 
 
-class Cluster(_Strict):
+class Cluster(Strict):
     """Nodes the job needs, spare nodes, and how long a failed node is away.
 
     ``spares`` omitted means replacements are always at hand (no waiting); an integer
@@ -137,7 +126,7 @@ class Cluster(_Strict):
     repair: Duration = 0.0
 
 
-class Burst(_Strict):
+class Burst(Strict):
     """Correlated failures: a failure brings ``size`` more within ``window``, with ``probability``."""
 
     probability: float = Field(gt=0, le=1)
@@ -145,7 +134,7 @@ class Burst(_Strict):
     window: PositiveDuration
 
 
-class Maintenance(_Strict):
+class Maintenance(Strict):
     """Planned maintenance windows: every ``every``, lasting ``duration``, first at ``first``."""
 
     every: PositiveDuration
@@ -153,7 +142,7 @@ class Maintenance(_Strict):
     first: Duration | None = None
 
 
-class CauseCost(_Strict):
+class CauseCost(Strict):
     """Repair and restart costs of one cause or category of failure."""
 
     repair: Duration | None = None
@@ -170,7 +159,7 @@ class Cause(CauseCost):
     category: str | None = None
 
 
-class Failures(_Strict):
+class Failures(Strict):
     """How failures arrive: a distribution of inter-arrival times, or a trace to replay.
 
     ``mtbf`` is the mean time between failures of the whole job; ``node_mtbf`` is per
@@ -206,7 +195,7 @@ class Failures(_Strict):
         return self
 
 
-class Level(_Strict):
+class Level(Strict):
     """One checkpoint level of a multi-level policy (fastest first)."""
 
     name: str
@@ -215,7 +204,7 @@ class Level(_Strict):
     every: int = Field(default=1, gt=0)
 
 
-class Storage(_Strict):
+class Storage(Strict):
     """Storage bandwidths that override the system profile's, for the checkpoint cost model."""
 
     pfs_write_bandwidth: Bandwidth | None = None
@@ -225,7 +214,7 @@ class Storage(_Strict):
     metadata_per_writer: Duration = 0.0
 
 
-class Checkpoint(_Strict):
+class Checkpoint(Strict):
     """Checkpoint cost and policy.
 
     ``cost`` is the blocking part of a checkpoint and ``persist`` the part written in the
@@ -269,7 +258,7 @@ class Checkpoint(_Strict):
         return self
 
 
-class Simulation(_Strict):
+class Simulation(Strict):
     """Replications, seed and engine (``fast`` exact path or step-by-step ``simpy``)."""
 
     replications: int = Field(default=100, gt=0)
@@ -277,7 +266,7 @@ class Simulation(_Strict):
     engine: Literal["fast", "simpy"] = "fast"
 
 
-class Scenario(_Strict):
+class Scenario(Strict):
     """A whole scenario file."""
 
     name: str = "scenario"
@@ -299,95 +288,10 @@ class Scenario(_Strict):
     def error(self, message: str, field: str) -> ScenarioError:
         """A :class:`ScenarioError` naming this scenario's file, line and ``field``."""
         return ScenarioError(message, source=self.source, field=field,
-                             line=_line_for(self.lines, field))
+                             line=line_for(self.lines, field))
 
 
 # --------------------------------------------------------------------------- loading
-
-def _line_map(node: yaml.Node, prefix: str, out: dict[str, int]) -> None:
-    """Record the 1-based line of every key path in a composed YAML node tree."""
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            path = f"{prefix}.{key}" if prefix else key
-            out[path] = key_node.start_mark.line + 1
-            _line_map(value_node, path, out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            path = f"{prefix}[{i}]"
-            out[path] = item.start_mark.line + 1
-            _line_map(item, path, out)
-
-
-def _line_for(lines: dict[str, int], path: str) -> int | None:
-    while path:
-        if path in lines:
-            return lines[path]
-        cut = max(path.rfind("."), path.rfind("["))
-        if cut <= 0:
-            break
-        path = path[:cut]
-    return lines.get(path)
-
-
-def _loc_path(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif isinstance(part, str) and (part.startswith("function-") or part in (
-                "list[Cause]", "str", "int", "float", "list[int]", "constrained-int")):
-            continue
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _model_at(path_parts: tuple, model: type[BaseModel] = None) -> type[BaseModel] | None:
-    """The pydantic model class that owns the last key of a location, for did-you-mean."""
-    model = model or Scenario
-    for part in path_parts[:-1]:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(part)
-        if field is None:
-            return None
-        target = None
-        for cls in (Cause, CauseCost, Level, Burst, Maintenance, Storage, Simulation, Checkpoint,
-                    Failures, Cluster, Workload, ModelSpec, ParallelismSpec):
-            if cls.__name__ in str(field.annotation):
-                target = cls
-                break
-        if target is None:
-            return None
-        model = target
-    return model
-
-
-def _first_error(exc: ValidationError, source: str, lines: dict[str, int]) -> ScenarioError:
-    errors = exc.errors(include_url=False)
-    # in a union (``causes: str | list``) the most specific error is the deepest one
-    err = max(errors, key=lambda e: (len(e["loc"]), e["type"] == "extra_forbidden"))
-    loc = tuple(p for p in err["loc"])
-    msg = err["msg"]
-    for prefix in ("Value error, ", "Assertion failed, "):
-        if msg.startswith(prefix):
-            msg = msg[len(prefix):]
-    key = re.match(r"^\[([A-Za-z_]+)\] ", msg)
-    if key:   # a model validator names the key it objects to
-        loc = loc + (key.group(1),)
-        msg = msg[key.end():]
-    path = _loc_path(loc)
-    line = _line_for(lines, path) if path else None
-    if err["type"] == "extra_forbidden":
-        owner = _model_at(loc)
-        key = str(loc[-1])
-        hint = did_you_mean(key, list(owner.model_fields)) if owner else ""
-        return ScenarioError(f"unknown key {key!r}{hint}", source=source, field=path, line=line)
-    if err["type"] == "missing":
-        return ScenarioError("required key is missing", source=source, field=path, line=line)
-    return ScenarioError(msg, source=source, field=path or None, line=line)
-
 
 def scenario_from_dict(data: Any, *, source: str = "<scenario>",
                        lines: dict[str, int] | None = None) -> Scenario:
@@ -399,34 +303,15 @@ def scenario_from_dict(data: Any, *, source: str = "<scenario>",
         if reserved in data:
             raise ScenarioError(f"unknown key {reserved!r}", source=source, field=reserved,
                                 line=lines.get(reserved))
-    try:
-        return Scenario.model_validate({**data, "source": source, "lines": lines})
-    except ValidationError as exc:
-        raise _first_error(exc, source, lines) from None
+    return validate(Scenario, {**data, "source": source, "lines": lines}, source=source,
+                    lines=lines, what="scenario")
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario YAML file."""
-    path = Path(path)
+    """Read and validate a scenario YAML file (through the input boundary)."""
     source = str(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ScenarioError("no such file", source=source) from None
-    except OSError as exc:
-        raise ScenarioError(f"cannot read: {exc.strerror}", source=source) from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ScenarioError(f"invalid YAML: {problem}", source=source,
-                            line=mark.line + 1 if mark else None) from None
-    lines: dict[str, int] = {}
-    if node is not None:
-        _line_map(node, "", lines)
-    return scenario_from_dict(data, source=source, lines=lines)
+    doc = load_yaml(path, source=source)
+    return scenario_from_dict(doc.data, source=source, lines=doc.lines)
 
 
 def check_overrides(replications: int | None, seed: int | None) -> None:

@@ -1,6 +1,6 @@
 """System profiles: the *on what* of a prediction (GPU, node, network tiers, storage).
 
-Profiles are YAML files in ``scenarios/systems/`` with units in every key name
+Profiles are YAML files shipped in ``testbed/data/systems/`` (or any path) with units in every key name
 (``bandwidth_GBps`` = 10⁹ bytes/s, ``latency_us``, ``memory_GiB``, ``peak_TFLOPS``).
 A profile may also hold a ``calibration`` section — measured compute times and fitted
 efficiencies — written by ``testbed calibrate``; the oracle prefers measured values
@@ -13,21 +13,18 @@ covers it.
 
 from __future__ import annotations
 
-from functools import lru_cache
+import os
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
+from testbed.datafiles import named_file, names
 from testbed.errors import ScenarioError, UnknownNameError
+from testbed.inputs import load_yaml
+from testbed.schema import Strict as _Strict
+from testbed.schema import validate
 from testbed.units import did_you_mean
-
-SYSTEMS_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "systems"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class GpuSpec(_Strict):
@@ -217,47 +214,50 @@ class SystemProfile(_Strict):
 
 
 def list_systems() -> list[str]:
-    """Names of the shipped profiles."""
-    return sorted(p.stem for p in SYSTEMS_DIR.glob("*.yaml"))
+    """Names of the shipped profiles (package data, ``testbed/data/systems``)."""
+    return names("systems")
 
 
-def _format_validation(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(x) for x in err["loc"])
-    msg = err["msg"]
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key"
-    return f"{loc}: {msg}" if loc else msg
+#: Parsed profiles by (path, modification time, size): a rewritten file is read again.
+_CACHE: dict[tuple[str, int, int], SystemProfile] = {}
 
 
-@lru_cache(maxsize=64)
 def _load_path(path: str) -> SystemProfile:
-    p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text())
-    except OSError as exc:
-        raise ScenarioError(f"cannot read system profile: {exc.strerror}", source=path) from None
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise ScenarioError(f"invalid YAML: {getattr(exc, 'problem', exc)}", source=path,
-                            line=line + 1 if line is not None else None) from None
-    if not isinstance(data, dict):
-        raise ScenarioError("a system profile must be a mapping", source=path)
-    try:
-        return SystemProfile.model_validate({**data, "source": path})
-    except ValidationError as exc:
-        raise ScenarioError(_format_validation(exc), source=path) from None
+        st = os.stat(path)
+        key = (path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key is not None and key in _CACHE:
+        return _CACHE[key]
+    doc = load_yaml(path)
+    if isinstance(doc.data, dict) and "source" in doc.data:
+        raise ScenarioError("unknown key 'source'", source=path, field="source",
+                            line=doc.lines.get("source"))
+    data = {**doc.data, "source": path} if isinstance(doc.data, dict) else doc.data
+    profile = validate(SystemProfile, data, source=path, lines=doc.lines,
+                       what="system profile")
+    if key is not None:
+        if len(_CACHE) > 64:
+            _CACHE.clear()
+        _CACHE[key] = profile
+    return profile
+
+
+def profile_path(name_or_path: str | Path) -> Path:
+    """The file of a profile given by name (shipped) or by path."""
+    text = str(name_or_path)
+    if text.endswith((".yaml", ".yml")) or "/" in text:
+        return Path(text).resolve()
+    path = named_file("systems", text)
+    if path is None:
+        raise UnknownNameError(f"unknown system {text!r}{did_you_mean(text, list_systems())}; "
+                               f"known: {', '.join(list_systems())}", field="system")
+    return path
 
 
 def load_system(name_or_path: str | Path | SystemProfile) -> SystemProfile:
     """Load a profile by name (``abci-v100``) or by path to a YAML file."""
     if isinstance(name_or_path, SystemProfile):
         return name_or_path
-    text = str(name_or_path)
-    if text.endswith((".yaml", ".yml")) or "/" in text:
-        return _load_path(str(Path(text).resolve()))
-    path = SYSTEMS_DIR / f"{text}.yaml"
-    if not path.exists():
-        raise UnknownNameError(f"unknown system {text!r}{did_you_mean(text, list_systems())}; "
-                               f"known: {', '.join(list_systems())}", field="system")
-    return _load_path(str(path))
+    return _load_path(str(profile_path(name_or_path)))

@@ -6,7 +6,7 @@ import click
 
 from testbed.cli.common import emit_json, table
 from testbed.errors import InputError
-from testbed.systems import SYSTEMS_DIR, load_system
+from testbed.systems import load_system, profile_path
 
 
 @click.command("calibrate")
@@ -22,14 +22,12 @@ def calibrate_cmd(measurements, system, dry_run, as_json) -> None:
     from testbed.calibrate import calibrate, write_calibration
 
     profile = load_system(system)
-    path = Path(profile.source) if profile.source else SYSTEMS_DIR / f"{system}.yaml"
+    path = profile_path(system)
     if not Path(measurements).exists():
         raise InputError("no such file", source=measurements)
     cal, rows, held = calibrate(measurements, profile)
     if not dry_run:
         write_calibration(path, cal)
-        from testbed.systems import _load_path
-        _load_path.cache_clear()
     if as_json:
         emit_json({"calibration": cal.model_dump(mode="json"), "rows": rows,
                    "written": None if dry_run else str(path)})

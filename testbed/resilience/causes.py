@@ -2,7 +2,7 @@
 
 A cause mix comes from a scenario list, or from a CSV with columns ``cause``,
 ``category`` and ``count`` (the format of the Llama 3 405B interruption table shipped
-in ``traces/causes/llama3_405b.csv``). Costs are looked up per cause name, then per
+in ``testbed/data/causes/llama3_405b.csv``). Costs are looked up per cause name, then per
 category (``failures.category_costs``), then fall back to the scenario's defaults.
 
 ``survives`` lists the checkpoint levels that outlive a failure of that cause (a
@@ -11,14 +11,13 @@ node-local copy does not survive losing the node); ``None`` means every level do
 
 from __future__ import annotations
 
-import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.datafiles import named_file, names
 from testbed.errors import ScenarioError
-
-#: Folder of the named cause tables (``causes: llama3_405b``).
-CAUSES_DIR = Path(__file__).resolve().parents[2] / "traces" / "causes"
+from testbed.inputs import read_csv
 
 
 @dataclass(frozen=True)
@@ -44,45 +43,42 @@ class ResolvedCause:
 
 
 def named_cause_tables() -> list[str]:
-    """Names of the cause tables shipped in ``traces/causes``."""
-    return sorted(p.stem for p in CAUSES_DIR.glob("*.csv"))
+    """Names of the cause tables shipped with the package (``testbed/data/causes``)."""
+    return names("causes")
 
 
 def load_cause_table(ref: str, *, base_dir: Path | None = None, source: str | None = None,
                      field: str = "failures.causes") -> list[CauseRow]:
     """Read a cause table given a file path or the name of a shipped table."""
-    candidates = []
+    candidates: list[Path] = []
     p = Path(ref)
     if base_dir is not None and not p.is_absolute():
         candidates.append(base_dir / p)
-    candidates += [p, CAUSES_DIR / f"{ref}.csv"]
-    path = next((c for c in candidates if c.is_file()), None)
+    candidates.append(p)
+    path = next((c for c in candidates if c.is_file()), None) or named_file("causes", ref)
     if path is None:
         from testbed.units import did_you_mean
         raise ScenarioError(f"no cause table {ref!r}{did_you_mean(ref, named_cause_tables())}"
                             f" (a CSV path or one of: {', '.join(named_cause_tables())})",
                             source=source, field=field)
     rows: list[CauseRow] = []
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = {"cause", "count"} - set(reader.fieldnames or ())
-        if missing:
-            raise ScenarioError(f"cause table needs columns cause,count (missing "
-                                f"{', '.join(sorted(missing))})", source=str(path))
-        for lineno, rec in enumerate(reader, start=2):
-            try:
-                weight = float(rec["count"])
-            except (TypeError, ValueError):
-                raise ScenarioError(f"count {rec['count']!r} is not a number", source=str(path),
-                                    line=lineno, field="count") from None
-            if weight <= 0:
-                raise ScenarioError("count must be > 0", source=str(path), line=lineno,
-                                    field="count")
-            name = (rec["cause"] or "").strip()
-            if not name:
-                raise ScenarioError("empty cause name", source=str(path), line=lineno,
-                                    field="cause")
-            rows.append(CauseRow(name, (rec.get("category") or name).strip(), weight))
+    for lineno, rec in read_csv(path, required=("cause", "count")):
+        try:
+            weight = float(rec["count"])
+        except (TypeError, ValueError):
+            raise ScenarioError(f"count {rec['count']!r} is not a number", source=str(path),
+                                line=lineno, field="count") from None
+        if not math.isfinite(weight) or weight <= 0:
+            raise ScenarioError(f"count must be a finite number > 0, got {rec['count']!r}",
+                                source=str(path), line=lineno, field="count")
+        name = (rec["cause"] or "").strip()
+        if not name:
+            raise ScenarioError("empty cause name", source=str(path), line=lineno,
+                                field="cause")
+        if any(r.name == name for r in rows):
+            raise ScenarioError(f"cause {name!r} appears twice", source=str(path),
+                                line=lineno, field="cause")
+        rows.append(CauseRow(name, (rec.get("category") or name).strip(), weight))
     if not rows:
         raise ScenarioError("cause table has no rows", source=str(path))
     return rows

@@ -1,0 +1,328 @@
+"""The one input boundary: every file the testbed reads comes in through here.
+
+Why one place: a hostile or broken file must never hang the testbed, eat its memory,
+run code or end in a traceback. So every read
+
+* accepts **regular files only** — a FIFO would block forever and ``/dev/zero`` never
+  ends, so devices, sockets, pipes and folders are refused before opening (and again
+  on the open descriptor, against a swap in between);
+* stops at a **size limit** (:data:`DEFAULT_LIMIT_BYTES`, raised with
+  ``testbed --max-input-size 1GiB …`` or the ``TESTBED_MAX_INPUT_BYTES`` variable);
+* decodes **strict UTF-8**, reporting the byte offset of the first bad byte;
+* parses YAML with the **safe loader** (no Python objects), once (the line map and
+  the data come from one composed tree), refusing **duplicate keys**, nesting deeper
+  than :data:`MAX_DEPTH` and alias expansion beyond :data:`MAX_EXPANDED_NODES` (600
+  bytes of nested aliases can expand to billions of nodes);
+* parses JSON lines with ``NaN``/``Infinity`` refused (they are not JSON).
+
+Every problem is an :class:`~testbed.errors.InputError` naming the file (and line or
+field where there is one), which the CLI prints as one line with exit status 2.
+Numbers are checked finite and in physical range by the schemas that read them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testbed.errors import InputError
+
+#: Default size limit of one input file (64 MiB): far above any real scenario,
+#: profile or trace, far below what would hurt a laptop.
+DEFAULT_LIMIT_BYTES = 64 * 2**20
+#: Environment variable that raises (or lowers) the limit, in bytes or with a unit.
+LIMIT_ENV = "TESTBED_MAX_INPUT_BYTES"
+#: Deepest nesting of mappings and lists a YAML or JSON input may have.
+MAX_DEPTH = 64
+#: Most nodes a YAML document may expand to once aliases are followed.
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def limit_bytes() -> int:
+    """The size limit in force (the environment variable, else the default)."""
+    raw = os.environ.get(LIMIT_ENV)
+    if not raw:
+        return DEFAULT_LIMIT_BYTES
+    from testbed.units import parse_size_bytes
+    value = parse_size_bytes(raw, source=LIMIT_ENV)
+    if value <= 0:
+        raise InputError("must be a size > 0", source=LIMIT_ENV)
+    return value
+
+
+def _describe_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO (named pipe), not a regular file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device, not a regular file"
+    if stat.S_ISSOCK(mode):
+        return "is a socket, not a regular file"
+    return "is not a regular file"
+
+
+def _too_big(size: int, limit: int) -> str:
+    from testbed.units import format_bytes
+    return (f"is {format_bytes(size)}, above the input limit of {format_bytes(limit)} "
+            f"(raise it with --max-input-size or {LIMIT_ENV})")
+
+
+def read_bytes(path: str | Path, *, source: str | None = None, field: str | None = None,
+               limit: int | None = None) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (see the module docstring)."""
+    path = Path(path)
+    source = source or str(path)
+    limit = limit_bytes() if limit is None else limit
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError("no such file", source=source, field=field) from None
+    except NotADirectoryError:
+        raise InputError("no such file (a parent is not a folder)", source=source,
+                         field=field) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source, field=field) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(_describe_kind(st.st_mode), source=source, field=field)
+    if st.st_size > limit:
+        raise InputError(_too_big(st.st_size, limit), source=source, field=field)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source, field=field) from None
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode):   # swapped for something else after the stat
+            raise InputError(_describe_kind(fst.st_mode), source=source, field=field)
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise InputError(_too_big(total, limit), source=source, field=field)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source, field=field) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def decode_utf8(data: bytes, *, source: str, field: str | None = None) -> str:
+    """Strict UTF-8 (a leading byte-order mark is dropped); errors give the byte offset."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset "
+                         f"{exc.start} cannot be decoded", source=source, field=field,
+                         line=line) from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise InputError("not a text file: contains a NUL byte", source=source, field=field,
+                         line=line)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_text(path: str | Path, *, source: str | None = None, field: str | None = None,
+              limit: int | None = None) -> str:
+    """A regular UTF-8 text file, checked as :func:`read_bytes` and :func:`decode_utf8` say."""
+    source = source or str(path)
+    return decode_utf8(read_bytes(path, source=source, field=field, limit=limit),
+                       source=source, field=field)
+
+
+# --------------------------------------------------------------------------- YAML
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """Parsed YAML: the plain data and the 1-based line of every key path."""
+
+    data: Any
+    lines: dict[str, int]
+
+
+class _SafeNoDuplicates(yaml.SafeLoader):
+    """The safe loader, refusing a key that appears twice in one mapping."""
+
+    def construct_mapping(self, node, deep=False):  # noqa: D102 - PyYAML hook
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    key = key_node.value
+                    if key in seen:
+                        raise _DuplicateKey(key, seen[key], key_node.start_mark.line + 1)
+                    seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str, first: int, again: int) -> None:
+        self.key, self.first, self.again = key, first, again
+
+
+def _check_tree(node: yaml.Node, source: str) -> None:
+    """Refuse deep nesting and alias bombs (expanded size, memoised per node)."""
+    sizes: dict[int, int] = {}
+
+    def size(n: yaml.Node, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            raise InputError(f"nested deeper than {MAX_DEPTH} levels", source=source,
+                             line=n.start_mark.line + 1)
+        key = id(n)
+        if key in sizes:
+            return sizes[key]
+        total = 1
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                total += size(k, depth + 1) + size(v, depth + 1)
+        elif isinstance(n, yaml.SequenceNode):
+            for item in n.value:
+                total += size(item, depth + 1)
+        if total > MAX_EXPANDED_NODES:
+            raise InputError(f"expands to more than {MAX_EXPANDED_NODES:,} nodes through "
+                             "aliases (&anchor/*alias)", source=source,
+                             line=n.start_mark.line + 1)
+        sizes[key] = total
+        return total
+
+    size(node, 0)
+
+
+def _line_map(node: yaml.Node, prefix: str, out: dict[str, int]) -> None:
+    """Record the 1-based line of every key path in a composed YAML node tree."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            path = f"{prefix}.{key}" if prefix else key
+            out.setdefault(path, key_node.start_mark.line + 1)
+            _line_map(value_node, path, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            path = f"{prefix}[{i}]"
+            out.setdefault(path, item.start_mark.line + 1)
+            _line_map(item, path, out)
+
+
+def parse_yaml(text: str, *, source: str) -> YamlDocument:
+    """Parse one YAML document safely (see the module docstring)."""
+    loader = _SafeNoDuplicates(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return YamlDocument(None, {})
+        _check_tree(node, source)
+        lines: dict[str, int] = {}
+        _line_map(node, "", lines)
+        data = loader.construct_document(node)
+    except _DuplicateKey as dup:
+        raise InputError(f"key {dup.key!r} appears twice (lines {dup.first} and {dup.again})",
+                         source=source, field=str(dup.key), line=dup.again) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"invalid YAML: {problem}", source=source,
+                         line=mark.line + 1 if mark else None) from None
+    except RecursionError:
+        raise InputError(f"nested deeper than {MAX_DEPTH} levels", source=source) from None
+    finally:
+        loader.dispose()
+    return YamlDocument(data, lines)
+
+
+def load_yaml(path: str | Path, *, source: str | None = None, field: str | None = None,
+              limit: int | None = None) -> YamlDocument:
+    """Read and parse a YAML file through the boundary."""
+    source = source or str(path)
+    return parse_yaml(read_text(path, source=source, field=field, limit=limit), source=source)
+
+
+# --------------------------------------------------------------------------- CSV, JSON
+
+def parse_csv(text: str, *, source: str, required: tuple[str, ...] = (),
+              delimiter: str = ",") -> Iterator[tuple[int, dict[str, str]]]:
+    """``(line number, row)`` for every data row; the header must name ``required``."""
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise InputError(f"not CSV: {exc}", source=source, line=1) from None
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)}", source=source, line=1)
+    try:
+        for row in reader:
+            if None in row:
+                raise InputError(f"row has {len(header) + len(row[None])} cells for "
+                                 f"{len(header)} columns", source=source, line=reader.line_num)
+            yield reader.line_num, row
+    except csv.Error as exc:
+        raise InputError(f"not CSV: {exc}", source=source, line=reader.line_num) from None
+
+
+def read_csv(path: str | Path, *, source: str | None = None, field: str | None = None,
+             required: tuple[str, ...] = (), delimiter: str = ","
+             ) -> list[tuple[int, dict[str, str]]]:
+    """Every ``(line, row)`` of a CSV file read through the boundary."""
+    source = source or str(path)
+    text = read_text(path, source=source, field=field)
+    return list(parse_csv(text, source=source, required=required, delimiter=delimiter))
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth(value: Any, limit: int) -> int:
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        item, d = stack.pop()
+        deepest = max(deepest, d)
+        if deepest > limit:
+            return deepest
+        if isinstance(item, dict):
+            stack.extend((v, d + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, d + 1) for v in item)
+    return deepest
+
+
+def parse_json(text: str, *, source: str, line: int | None = None) -> Any:
+    """Strict JSON (no NaN/Infinity), at most :data:`MAX_DEPTH` levels deep."""
+    try:
+        value = json.loads(text, parse_constant=_no_constants)
+    except (json.JSONDecodeError, ValueError) as exc:
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise InputError(f"not JSON: {msg}", source=source, line=line) from None
+    except RecursionError:
+        raise InputError(f"nested deeper than {MAX_DEPTH} levels", source=source,
+                         line=line) from None
+    if _depth(value, MAX_DEPTH) > MAX_DEPTH:
+        raise InputError(f"nested deeper than {MAX_DEPTH} levels", source=source, line=line)
+    return value
+
+
+def read_jsonl(path: str | Path, *, source: str | None = None, field: str | None = None
+               ) -> list[tuple[int, Any]]:
+    """``(line, value)`` for every non-blank line of a JSON-lines file."""
+    source = source or str(path)
+    text = read_text(path, source=source, field=field)
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            out.append((number, parse_json(line, source=source, line=number)))
+    return out
