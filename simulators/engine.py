@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import simpy
 
-from simulators.result import RepResult, make_result
 from testbed import events as ev
+from testbed.outcomes import RepResult, close_books
 from testbed.resilience.failures import MAINTENANCE, Failure
 from testbed.resilience.spec import SimSpec
 
@@ -265,6 +265,6 @@ def run_simpy(spec: SimSpec, seed: int, rep: int, log: list[dict] | None = None
     env.process(_inject(env, spec.failures.events(seed, rep), proc, cluster, spec.nodes,
                          counter))
     env.run(until=proc)
-    result = make_result(env.now, spec.plan.work_s, job.ckpt_s, job.restart_s, job.wait_s,
+    result = close_books(env.now, spec.plan.work_s, job.ckpt_s, job.restart_s, job.wait_s,
                          job.failures, job.commits, job.by_cause)
     return result, job.events + cluster.events + counter[0]

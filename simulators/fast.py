@@ -17,17 +17,21 @@ from __future__ import annotations
 import heapq
 import math
 
-from simulators.result import RepResult, make_result
+from testbed.outcomes import RepResult, close_books
 from testbed.resilience.failures import MAINTENANCE
 from testbed.resilience.spec import SimSpec
 
 INF = math.inf
 
 
-def _skip(events):
-    """Drop a failure that finds every job node already away (see the SimPy injector)."""
-    fail = next(events, None)
-    return fail, (fail.t_s if fail is not None else INF)
+def _skip_until(events, fail, f: float, until: float, needed: int, nodes: int):
+    """Drop failures up to ``until`` that find every job node already away (see the
+    SimPy injector): while all ``nodes`` slots wait for a replacement there is no node
+    left to fail. Returns the next failure that counts and its time."""
+    while f <= until and needed >= nodes and fail.cause != MAINTENANCE:
+        fail = next(events, None)
+        f = fail.t_s if fail is not None else INF
+    return fail, f
 
 
 def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
@@ -124,8 +128,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
             fail = next(events, None)
             f = fail.t_s if fail is not None else INF
             te = t + det
-            while f <= te and needed >= nodes and fail.cause != MAINTENANCE:
-                fail, f = _skip(events)
+            fail, f = _skip_until(events, fail, f, te, needed, nodes)
             if f <= te:
                 restart += f - t
                 t = f
@@ -133,8 +136,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
             restart += det
             t = te
             if blocked > t:
-                while f <= blocked and needed >= nodes and fail.cause != MAINTENANCE:
-                    fail, f = _skip(events)
+                fail, f = _skip_until(events, fail, f, blocked, needed, nodes)
                 if f <= blocked:
                     wait += f - t
                     t = f
@@ -153,8 +155,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
                     if not needed:
                         break
                     r = returns[0]
-                    while f <= r and needed >= nodes and fail.cause != MAINTENANCE:
-                        fail, f = _skip(events)
+                    fail, f = _skip_until(events, fail, f, r, needed, nodes)
                     if f <= r:
                         wait += f - t
                         t = f
@@ -165,8 +166,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
                 if interrupted:
                     continue
             te = t + req
-            while f <= te and needed >= nodes and fail.cause != MAINTENANCE:
-                fail, f = _skip(events)
+            fail, f = _skip_until(events, fail, f, te, needed, nodes)
             if f <= te:
                 restart += f - t
                 t = f
@@ -174,8 +174,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
             restart += req
             t = te
             te = t + plan.load_of(c)
-            while f <= te and needed >= nodes and fail.cause != MAINTENANCE:
-                fail, f = _skip(events)
+            fail, f = _skip_until(events, fail, f, te, needed, nodes)
             if f <= te:
                 restart += f - t
                 t = f
@@ -183,4 +182,4 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
             restart += te - t
             t = te
             break
-    return make_result(t, plan.work_s, ckpt, restart, wait, nfail, commits, by_cause)
+    return close_books(t, plan.work_s, ckpt, restart, wait, nfail, commits, by_cause)

@@ -49,9 +49,21 @@ class UnknownNameError(InputError):
     """An unknown model, strategy, system, framework, policy, ... was asked for."""
 
 
-class Infeasible(TestbedError):
-    """A configuration that cannot run (memory, structural limits); ``reason`` says why."""
+class Infeasible(InputError):
+    """A configuration that cannot run (memory, structural limits); ``reason`` says why.
 
-    def __init__(self, reason: str) -> None:
+    The oracle raises it internally and returns an infeasible estimate; a scenario whose
+    configuration is infeasible raises it from the resolver with the file and key, and
+    sweeps catch it by type to count and skip the point.
+    """
+
+    def __init__(self, reason: str, *, source: str | None = None, field: str | None = None,
+                 line: int | None = None) -> None:
         self.reason = reason
-        super().__init__(reason)
+        super().__init__(f"the oracle finds this configuration infeasible: {reason}",
+                         source=source, field=field, line=line)
+
+
+class RunawayError(InputError):
+    """A scenario that would not finish in reasonable time (refused before simulating, or
+    stopped by the per-replication cap); the message says why and which field to change."""

@@ -33,10 +33,21 @@ from pathlib import Path
 
 from testbed.errors import InputError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: The ``meta`` row that marks a database as a testbed results store.
+APPLICATION = "testbed-results"
+#: Tables of a results store (a database holding other tables is not ours to touch).
+TABLES = {"meta", "sweeps", "sweep_points", "points", "results", "claims"}
+#: A claim older than this is stale (its sweep died without releasing it).
+CLAIM_TTL_S = 6 * 3600.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS claims (
+    point_key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    claimed_unix REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS sweeps (
     sweep_id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
@@ -98,30 +109,79 @@ EXPORT_COLUMNS = ("sweep_id", "point", "params", "point_key", "replication", "sc
 
 
 class Store:
-    """A results database (see the module docstring). Use as a context manager."""
+    """A results database (see the module docstring). Use as a context manager.
 
-    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+    ``Store(path)`` opens (or creates) a store to write; ``Store.open_readonly(path)``
+    opens an existing one without changing a byte (no WAL switch, no tables created).
+    Either refuses a file that is not a testbed store, or one of another schema
+    version, with one line and the file left as it was.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True, readonly: bool = False) -> None:
         self.path = Path(path)
-        if not create and not self.path.is_file():
+        self.readonly = readonly
+        if (readonly or not create) and not self.path.is_file():
             raise InputError("no such results database", source=str(path))
+        if self.path.exists() and not self.path.is_file():
+            raise InputError("is not a regular file", source=str(path))
         if create and not self.path.parent.is_dir():
             raise InputError("folder does not exist", source=str(path))
         try:
-            self.db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0)
+            self.db = self._connect()
+            self._check_or_create(create and not readonly)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"not a readable SQLite database: {exc}", source=str(path)) from None
+
+    @classmethod
+    def open_readonly(cls, path: str | Path) -> Store:
+        """An existing store opened read-only (reports and exports)."""
+        return cls(path, create=False, readonly=True)
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.readonly:
+            from urllib.parse import quote
+            base = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+            db = sqlite3.connect(base, uri=True, isolation_level=None, timeout=30.0)
+            try:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return db
+            except sqlite3.OperationalError:
+                # a WAL database on a read-only mount cannot create its -shm file:
+                # read it as an immutable file instead
+                db.close()
+                return sqlite3.connect(base + "&immutable=1", uri=True,
+                                       isolation_level=None, timeout=30.0)
+        return sqlite3.connect(str(self.path), isolation_level=None, timeout=30.0)
+
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self.db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")}
+
+    def _check_or_create(self, create: bool) -> None:
+        """Refuse foreign databases and other schema versions; create a new store."""
+        tables = self._tables()
+        if not tables and create:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(_SCHEMA)
+            self.db.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                                [("application", APPLICATION),
+                                 ("schema_version", str(SCHEMA_VERSION))])
+            tables = self._tables()
+        meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall()) \
+            if "meta" in tables else {}
+        if meta.get("application") != APPLICATION or not tables <= TABLES:
+            self.db.close()
+            raise InputError("not a testbed results database (left untouched)",
+                             source=str(self.path))
+        if meta.get("schema_version") != str(SCHEMA_VERSION):
+            self.db.close()
+            raise InputError(f"results database of schema version "
+                             f"{meta.get('schema_version')!r}; this testbed reads version "
+                             f"{SCHEMA_VERSION} (use a new --store)", source=str(self.path))
+        if not self.readonly:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
-            if create:
-                self.db.executescript(_SCHEMA)
-                self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                                (str(SCHEMA_VERSION),))
-            else:
-                have = {r[0] for r in self.db.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table'")}
-                if not {"sweeps", "sweep_points", "points", "results"} <= have:
-                    raise InputError("not a testbed results database", source=str(path))
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"cannot open as SQLite: {exc}", source=str(path)) from None
 
     def __enter__(self) -> Store:
         return self
@@ -164,6 +224,45 @@ class Store:
         """Keys of the points whose results are complete."""
         return {r[0] for r in self.db.execute("SELECT point_key FROM points")}
 
+    def claim(self, keys: Iterable[str], owner: str, *, now: float | None = None,
+              alive=None) -> set[str]:
+        """Claim unfinished points for ``owner``; returns the keys this owner now holds.
+
+        A point claimed by another owner that is still alive (``alive(owner)``, default:
+        same host and the process exists) and not older than :data:`CLAIM_TTL_S` is
+        left to it, so two sweeps on one store do not compute the same point.
+        """
+        now = time.time() if now is None else now
+        alive = alive or owner_alive
+        got: set[str] = set()
+        with self._transaction():
+            done = self.finished_keys()
+            held = dict((k, (o, t)) for k, o, t in self.db.execute(
+                "SELECT point_key, owner, claimed_unix FROM claims"))
+            for key in keys:
+                if key in done:
+                    continue
+                other = held.get(key)
+                if other and other[0] != owner and now - other[1] < CLAIM_TTL_S and \
+                        alive(other[0]):
+                    continue
+                self.db.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?)",
+                                (key, owner, now))
+                got.add(key)
+        return got
+
+    def release(self, owner: str) -> None:
+        """Drop every claim of ``owner`` (its sweep ended or was interrupted)."""
+        with self._transaction():
+            self.db.execute("DELETE FROM claims WHERE owner=?", (owner,))
+
+    def claimed_by_others(self, keys: Iterable[str], owner: str) -> set[str]:
+        """Which of ``keys`` another live owner holds."""
+        return {k for k, o, t in self.db.execute(
+            "SELECT point_key, owner, claimed_unix FROM claims")
+            if k in set(keys) and o != owner and owner_alive(o)
+            and time.time() - t < CLAIM_TTL_S}
+
     def record_point(self, *, point_key: str, scenario_hash: str, seed: int, engine: str,
                      code_version: str, rows: Iterable[tuple], elapsed_s: float,
                      worker: str) -> bool:
@@ -184,6 +283,7 @@ class Store:
             self.db.execute("INSERT INTO points VALUES (?,?,?,?,?,?,?,?,?)",
                             (point_key, scenario_hash, seed, len(rows), engine, code_version,
                              elapsed_s, worker, time.time()))
+            self.db.execute("DELETE FROM claims WHERE point_key=?", (point_key,))
         return True
 
     def _transaction(self):
@@ -207,7 +307,7 @@ class Store:
         out = []
         for row in cur:
             d = dict(zip(cols, row, strict=True))
-            d["grid"] = json.loads(d.pop("grid_json"))
+            d["grid"] = self._json(d.pop("grid_json"), "a sweep's grid")
             out.append(d)
         return out
 
@@ -224,6 +324,13 @@ class Store:
                              f"{sweep_id!r}", source="--sweep")
         return match[0]
 
+    def _json(self, text: str, what: str):
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError):
+            raise InputError(f"damaged results database: {what} is not JSON",
+                             source=str(self.path)) from None
+
     def plan(self, sweep_id: str) -> list[dict]:
         """The sweep's points in index order, each with params, facts and completion."""
         cur = self.db.execute(
@@ -231,10 +338,10 @@ class Store:
             "sp.replications, sp.facts_json, p.point_key IS NOT NULL, p.elapsed_s "
             "FROM sweep_points sp LEFT JOIN points p ON p.point_key = sp.point_key "
             "WHERE sp.sweep_id=? ORDER BY sp.idx", (sweep_id,))
-        return [{"idx": r[0], "point_key": r[1], "params": json.loads(r[2]),
+        return [{"idx": r[0], "point_key": r[1], "params": self._json(r[2], "a point's params"),
                  "scenario_hash": r[3], "seed": r[4], "replications": r[5],
-                 "facts": json.loads(r[6]), "done": bool(r[7]), "elapsed_s": r[8]}
-                for r in cur]
+                 "facts": self._json(r[6], "a point's facts"), "done": bool(r[7]),
+                 "elapsed_s": r[8]} for r in cur]
 
     def outcomes(self, point_key: str, columns: Sequence[str]) -> list[tuple]:
         """The replication rows of one point, in replication order."""
@@ -264,3 +371,27 @@ def _checked(columns: Sequence[str]) -> Sequence[str]:
         if c not in _COLUMN_NAMES:
             raise ValueError(f"unknown results column {c!r}")
     return columns
+
+
+def owner_id() -> str:
+    """This process as a claim owner: ``host:pid``."""
+    import os
+    import socket
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def owner_alive(owner: str) -> bool:
+    """Whether a claim's owner may still be running: another host is assumed alive
+    (until the claim goes stale); on this host, whether the process exists."""
+    import os
+    import socket
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 
 import click
 
 from testbed.errors import InputError
+from testbed.files import json_text
 from testbed.units import parse_shape
 
 
 def emit_json(data) -> None:
-    """Write a JSON document to stdout (sorted keys, stable)."""
-    click.echo(json.dumps(data, indent=2, sort_keys=True, default=_default))
-
-
-def _default(obj):
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if isinstance(obj, tuple):
-        return list(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+    """Write a JSON document to stdout (sorted keys, stable; typed results through
+    their ``to_dict()``, see :func:`testbed.files.json_text`)."""
+    click.echo(json_text(data))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence], align: str | None = None) -> str:

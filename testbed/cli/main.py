@@ -9,12 +9,15 @@ that ``testbed --help`` and the oracle stay fast.
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 
 import click
 
 from testbed import __version__
 from testbed.errors import InputError
+from testbed.inputs import LIMIT_ENV
 
 # Command modules under testbed/cli/; each defines ``register(cli)``.
 COMMAND_MODULES = (
@@ -33,8 +36,16 @@ COMMAND_MODULES = (
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="testbed")
-def cli() -> None:
+@click.option("--max-input-size", metavar="SIZE",
+              help="Largest input file read (default 64MiB; e.g. 1GiB).")
+def cli(max_input_size: str | None) -> None:
     """Simulation-and-replay testbed, with fault injection, for DL training on HPC clusters."""
+    if max_input_size is not None:
+        from testbed.units import parse_size_bytes
+        size = parse_size_bytes(max_input_size, source="--max-input-size")
+        if size <= 0:
+            raise InputError("must be a size > 0", source="--max-input-size")
+        os.environ[LIMIT_ENV] = str(size)
 
 
 def _register_all() -> None:
@@ -49,8 +60,13 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
+def _sigterm(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     _register_all()
+    signal.signal(signal.SIGTERM, _sigterm)   # `kill` and Slurm stop a command like Ctrl-C
     try:
         cli.main(args=argv, prog_name="testbed", standalone_mode=False)
     except InputError as exc:
@@ -60,8 +76,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except click.UsageError as exc:
         fail(exc.format_message())
-    except click.exceptions.Abort:
-        fail("aborted")
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("testbed: interrupted", err=True)
+        sys.exit(130)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

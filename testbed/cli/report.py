@@ -28,6 +28,9 @@ from testbed.progress import wanted
 def report_cmd(source, out_dir, sweep_id, as_json, quiet) -> None:
     """Write an HTML report (PNG plots, CSV) of a results database or a scenario."""
     from testbed.report import build_report, report_from_store
+    from testbed.report.common import check_report_target
+    from testbed.scenario import load_scenario
+    from testbed.sweep.studies import run_scenario
 
     path = Path(source)
     if not path.is_file():
@@ -35,7 +38,9 @@ def report_cmd(source, out_dir, sweep_id, as_json, quiet) -> None:
     if path.suffix.lower() in (".yaml", ".yml"):
         if sweep_id is not None:
             raise InputError("--sweep applies to a results database", source="--sweep")
-        files = build_report(out_dir, scenario=path, progress=wanted(quiet, as_json))
+        sc = load_scenario(path)
+        check_report_target(out_dir)
+        files = build_report(out_dir, run_scenario(sc, progress=wanted(quiet, as_json)))
     else:
         files = report_from_store(path, out_dir, sweep_id=sweep_id)
     if as_json:

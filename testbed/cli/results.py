@@ -4,21 +4,19 @@ Writes every replication row of the store (or of one ``--sweep``) joined with it
 point: sweep id, point index, the grid values (one column per grid key, plus the
 overrides as JSON in ``params``), seed, scenario hash, code version, the outcome
 columns and the timing column ``run_s``. Files are written to a temporary name and
-renamed, so an interrupted export never leaves half a file.
+renamed, so an interrupted export never leaves half a file; the database is
+opened read-only and never changed.
 """
 
 from __future__ import annotations
 
-import csv
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
 from testbed.cli.common import emit_json
-from testbed.errors import InputError
+from testbed.files import atomic_write, check_writable_target, write_csv
 
 
 def export_table(store, sweep_id: str | None = None) -> tuple[list[str], list[list]]:
@@ -45,58 +43,11 @@ def _cell(value):
     return json.dumps(value)
 
 
-def _atomic(path: Path, write) -> None:
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError("folder does not exist", source=str(path), field="-o")
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_csv(path: Path, header: list[str], rows: list[list]) -> None:
-    def write(tmp):
-        with open(tmp, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(header)
-            w.writerows(rows)
-    _atomic(path, write)
-
-
 def write_parquet(path: Path, header: list[str], rows: list[list]) -> None:
-    """Write Parquet with pyarrow, in a child process that hides numpy from pyarrow.
-
-    The pinned pyarrow refuses to load next to numpy 1.x, but works without numpy at
-    all; the child blocks the numpy import, builds the table from plain Python
-    values and writes it atomically.
-    """
-    import subprocess
-    import sys
-
-    payload = json.dumps({"path": str(path), "header": header, "rows": rows})
-    code = ("import sys; sys.modules['numpy'] = None; "
-            "from testbed.cli.results import _parquet_child; _parquet_child()")
-    proc = subprocess.run([sys.executable, "-c", code], input=payload, text=True,
-                          capture_output=True)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
-        raise InputError(f"cannot write Parquet: {last}", source=str(path))
-
-
-def _parquet_child() -> None:
-    """Child side of :func:`write_parquet`: JSON on stdin → Parquet file."""
-    import sys
-
+    """Write Parquet with pyarrow (atomically, through :func:`testbed.files.atomic_write`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    job = json.loads(sys.stdin.read())
-    header, rows = job["header"], job["rows"]
     columns = list(zip(*rows, strict=True)) if rows else [[] for _ in header]
     arrays = {}
     for name, col in zip(header, columns, strict=True):
@@ -107,7 +58,7 @@ def _parquet_child() -> None:
             col = [None if v is None else str(v) for v in col]
         arrays[name] = pa.array(list(col), type=pa.string() if not kinds else None)
     table = pa.table(arrays)
-    _atomic(Path(job["path"]), lambda tmp: pq.write_table(table, tmp))
+    atomic_write(path, lambda fh: pq.write_table(table, fh), binary=True, field="-o")
 
 
 @click.group("results")
@@ -126,11 +77,15 @@ def export_cmd(database, fmt, output, sweep_id, as_json) -> None:
     """Export every replication row of DATABASE as CSV or Parquet."""
     from testbed.store import Store
 
-    with Store(database, create=False) as store:
+    check_writable_target(output, field="-o")
+    with Store.open_readonly(database) as store:
         if sweep_id is not None:
             sweep_id = store.sweep(sweep_id)["sweep_id"]
         header, rows = export_table(store, sweep_id)
-    (write_csv if fmt == "csv" else write_parquet)(Path(output), header, rows)
+    if fmt == "csv":
+        write_csv(output, header, rows, field="-o")
+    else:
+        write_parquet(Path(output), header, rows)
     if as_json:
         emit_json({"output": output, "format": fmt, "rows": len(rows), "columns": header})
     else:

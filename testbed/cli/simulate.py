@@ -8,99 +8,79 @@ went, each with a 95% confidence interval and the analytical estimate next to it
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
+import io
+from dataclasses import replace
 
 import click
 
-from testbed.cli.common import emit_json, progress_enabled, table
-from testbed.errors import InputError
+from simulators.run import event_log, simulate
+from testbed.cli.common import emit_json, table
+from testbed.events import write_events
+from testbed.files import check_writable_target, write_text
+from testbed.outcomes import SimSummary
+from testbed.progress import Progress, wanted
+from testbed.resolve import resolve
+from testbed.stats import MeanCI
 from testbed.units import format_duration
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename: never half a file."""
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError("folder does not exist", source=str(path), field="--events")
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def run_simulation(scenario, replications: int | None = None, seed: int | None = None,
                    engine: str | None = None, events_path: str | None = None,
-                   progress: bool = False) -> dict:
-    """Resolve and simulate a loaded scenario; optionally write replication 0's event log."""
-    from simulators.engine import run_simpy
-    from simulators.run import simulate
-    from testbed.events import write_events
-    from testbed.resilience.spec import resolve
-
+                   progress: bool = False) -> SimSummary:
+    """Resolve and simulate a loaded scenario; optionally write replication 0's event log
+    (its target is checked before anything runs)."""
+    if events_path is not None:
+        check_writable_target(events_path, field="--events")
     spec = resolve(scenario)
     reps = replications or scenario.simulation.replications
     seed = scenario.simulation.seed if seed is None else seed
     engine = engine or scenario.simulation.engine
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=reps, unit="rep", leave=False)
-    try:
-        summary = simulate(spec, reps, seed, engine, progress=bar.update if bar else None)
-    finally:
-        if bar is not None:
-            bar.close()
+    with Progress(reps, unit="rep", desc=scenario.name, enabled=progress) as bar:
+        summary = simulate(spec, reps, seed, engine, progress=bar.update)
     if events_path is not None:
-        log: list[dict] = []
-        run_simpy(spec, seed, 0, log)
-        _atomic_write(Path(events_path), lambda fh: write_events(log, fh))
-        summary["events_file"] = str(events_path)
+        buf = io.StringIO()
+        write_events(event_log(spec, seed, 0), buf)
+        write_text(events_path, buf.getvalue(), field="--events")
+        summary = replace(summary, events_file=str(events_path))
     return summary
 
 
-def print_summary(s: dict) -> None:
+def _ci(m: MeanCI, fmt) -> tuple[str, str]:
+    return fmt(m.mean), f"[{fmt(m.ci95_low)}, {fmt(m.ci95_high)}]"
+
+
+def print_summary(s: SimSummary) -> None:
     """Readable report of a simulation summary."""
-    wall = s["wall_time_s"]
-    an = s["analytical"]
-    click.echo(f"\nSimulation: {s['replications']} replication(s), seed {s['seed']}, "
-               f"{s['engine']} engine, policy {s['policy']}")
-    bits = [f"work {format_duration(s['work_s'])}", f"{s['nodes']} node(s)"]
-    if s.get("job_mtbf_s"):
-        bits.append(f"job MTBF {format_duration(s['job_mtbf_s'])}")
-    if s.get("checkpoint_interval_s"):
-        bits.append(f"checkpoint every {format_duration(s['checkpoint_interval_s'])} of compute, "
-                    f"cost {format_duration(s['checkpoint_cost_s'])}")
-    bits.append(f"restart {format_duration(s['restart_s'])}")
+    st, an = s.stats, s.analytical
+    click.echo(f"\nSimulation: {st.replications} replication(s), seed {s.seed}, "
+               f"{s.engine} engine, policy {s.policy}")
+    bits = [f"work {format_duration(s.work_s)}", f"{s.nodes} node(s)"]
+    if s.job_mtbf_s:
+        bits.append(f"job MTBF {format_duration(s.job_mtbf_s)}")
+    if s.checkpoint_interval_s:
+        bits.append(f"checkpoint every {format_duration(s.checkpoint_interval_s)} of compute, "
+                    f"cost {format_duration(s.checkpoint_cost_s)}")
+    bits.append(f"restart {format_duration(s.restart_s)}")
     click.echo("  " + ", ".join(bits))
-
-    def ci(d, scale=1.0, fmt=format_duration):
-        return (fmt(d["mean"] * scale), f"[{fmt(d['ci95_low'] * scale)}, "
-                f"{fmt(d['ci95_high'] * scale)}]")
-
-    rows = [("wall time", *ci(wall),
-             format_duration(an["wall_time_s"]) if an.get("wall_time_s") else "-")]
     pct = lambda v: f"{100 * v:.2f}%"  # noqa: E731
-    rows.append(("ETTR", *ci(s["ettr"], fmt=pct), pct(an["ettr"]) if an.get("ettr") else "-"))
-    rows.append(("failures", f"{s['failures']['mean']:.2f}",
-                 f"[{s['failures']['ci95_low']:.2f}, {s['failures']['ci95_high']:.2f}]", "-"))
+    rows = [("wall time", *_ci(st.wall_time_s, format_duration),
+             format_duration(an.wall_time_s) if an.wall_time_s else "-"),
+            ("ETTR", *_ci(st.ettr, pct), pct(an.ettr) if an.ettr else "-"),
+            ("failures", *_ci(st.failures, lambda v: f"{v:.2f}"), "-")]
     click.echo(table(["figure", "mean", "95% CI", "analytical"], rows, align="lrrr"))
-    b = s["breakdown_s"]
+    click.echo("  ETTR: mean over replications of useful compute / wall time (Student-t 95% "
+               f"CI); useful / mean wall time = {pct(st.ettr_of_means)}")
+    b = st.breakdown_s.to_dict()
     total = sum(b.values()) or 1.0
     click.echo(table(["where the time went", "mean", "share"],
-                     [(k.replace("_", " "), format_duration(v), f"{100 * v / total:.2f}%")
-                      for k, v in b.items()], align="lrr"))
-    if s["failures_by_cause"] and len(s["failures_by_cause"]) > 1:
-        top = sorted(s["failures_by_cause"].items(), key=lambda kv: -kv[1])
+                     [(k.removesuffix("_s").replace("_", " "), format_duration(v),
+                       f"{100 * v / total:.2f}%") for k, v in b.items()], align="lrr"))
+    if len(st.failures_by_cause) > 1:
+        top = sorted(st.failures_by_cause.items(), key=lambda kv: -kv[1])
         click.echo(table(["failures by cause", "mean per run"],
                          [(k, f"{v:.2f}") for k, v in top], align="lr"))
-    if s.get("events_file"):
-        click.echo(f"event log of replication 0: {s['events_file']}")
+    if s.events_file:
+        click.echo(f"event log of replication 0: {s.events_file}")
 
 
 @click.command("simulate")
@@ -119,7 +99,7 @@ def simulate_cmd(scenario, replications, seed, engine, events_path, as_json, qui
     check_overrides(replications, seed)
     sc = load_scenario(scenario)
     summary = run_simulation(sc, replications, seed, engine, events_path,
-                             progress=progress_enabled(quiet, as_json))
+                             progress=wanted(quiet, as_json))
     if as_json:
         emit_json(summary)
         return

@@ -9,9 +9,12 @@ default ``results.db``) one transaction each; rerunning the same command skips t
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from testbed.cli.common import emit_json, table
+from testbed.errors import InputError
 from testbed.progress import wanted
 from testbed.units import format_duration
 
@@ -42,22 +45,32 @@ def sweep_cmd(scenario, grid, replications, seed, engine, executor, workers, sto
     """Simulate SCENARIO at every point of the --grid cross product, into --store."""
     from testbed.store import Store
     from testbed.sweep import aggregate, plan_sweep, run_sweep
+    from testbed.sweep.executors import in_mpi_launch
+    from testbed.sweep.runner import SweepInterrupted
 
+    if executor == "mpi" and not in_mpi_launch():
+        raise InputError("needs an MPI launch: mpiexec -n K python -m mpi4py.futures -m "
+                         "testbed sweep … --executor mpi", source="--executor mpi")
     plan = plan_sweep(scenario, grid, replications=replications, seed=seed, engine=engine,
                       common_seed=common)
     with Store(store_path) as store:
-        stats = run_sweep(plan, store, executor=executor, workers=workers,
-                          progress=wanted(quiet, as_json))
+        try:
+            stats = run_sweep(plan, store, executor=executor, workers=workers,
+                              progress=wanted(quiet, as_json))
+        except SweepInterrupted as stop:
+            s = stop.stats
+            click.echo(f"testbed: interrupted: {s.skipped + s.ran} of {s.points - s.infeasible}"
+                       f" point(s) are stored in {store_path}; run the same command again to "
+                       "resume", err=True)
+            sys.exit(130)
         agg = aggregate(store, plan.sweep_id)
-        total_rows = sum(r.get("replications", 0) for r in agg)
+    total_rows = sum(r.stats.replications for r in agg if r.stats)
     out = {"sweep_id": stats.sweep_id, "store": store_path, "points": stats.points,
            "skipped": stats.skipped, "ran": stats.ran, "infeasible": stats.infeasible,
-           "older_code": stats.older_code, "rows": total_rows,
-           "elapsed_s": stats.elapsed_s, "points_per_s": stats.points_per_s,
-           "workers": stats.workers, "executor": executor,
-           "results": [{k: r[k] for k in ("idx", "params", "seed", "replications", "ettr", "infeasible",
-                                           "wall_s", "failures", "breakdown_s") if k in r}
-                       for r in agg]}
+           "older_code": stats.older_code, "in_flight_elsewhere": stats.elsewhere,
+           "rows": total_rows, "elapsed_s": stats.elapsed_s,
+           "points_per_s": stats.points_per_s, "workers": stats.workers, "executor": executor,
+           "results": [r.to_dict() for r in agg]}
     if as_json:
         emit_json(out)
         return
@@ -69,17 +82,21 @@ def sweep_cmd(scenario, grid, replications, seed, engine, executor, workers, sto
         click.echo(f"note: {stats.older_code} finished point(s) were computed by another "
                    "code version (see the code_version column); use a new --store to "
                    "recompute them", err=True)
+    if stats.elsewhere:
+        click.echo(f"{stats.elsewhere} point(s) were being computed by another sweep on "
+                   f"{store_path} and were left to it; rerun later to collect them", err=True)
     if stats.infeasible:
         click.echo(f"{stats.infeasible} point(s) the oracle finds infeasible were skipped "
                    "(see `testbed report`)")
-    ranked = sorted((r for r in agg if r["done"]), key=lambda r: (r["wall_s"]["mean"], r["idx"]))
+    ranked = sorted((r for r in agg if r.done),
+                    key=lambda r: (r.stats.wall_time_s.mean, r.idx))
     show = ranked[:15]
     click.echo(table(["point", "ETTR", "95% CI", "wall time", "failures"],
-                     [(_fmt_params(r["params"]), f"{100 * r['ettr']['mean']:.2f}%",
-                       f"[{100 * r['ettr']['ci95_low']:.2f}, "
-                       f"{100 * r['ettr']['ci95_high']:.2f}]",
-                       format_duration(r["wall_s"]["mean"]), f"{r['failures']['mean']:.2f}")
-                      for r in show], align="lrrrr"))
+                     [(_fmt_params(r.params), f"{100 * r.stats.ettr.mean:.2f}%",
+                       f"[{100 * r.stats.ettr.ci95_low:.2f}, "
+                       f"{100 * r.stats.ettr.ci95_high:.2f}]",
+                       format_duration(r.stats.wall_time_s.mean),
+                       f"{r.stats.failures.mean:.2f}") for r in show], align="lrrrr"))
     if len(ranked) > len(show):
         click.echo(f"… {len(ranked) - len(show)} more; `testbed report {store_path}` "
                    "for all of them")

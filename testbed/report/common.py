@@ -1,15 +1,26 @@
-"""Small pieces both reports share: atomic file writes, CSV, the output folder."""
+"""Small pieces both reports share: the output folder protocol and number formats.
+
+A report folder is written as a whole or not at all: :func:`report_folder` builds it
+under a temporary name beside the target and renames it into place at the end. The
+folder it replaces must be a previous testbed report (it carries a
+:data:`MARKER` file) or empty, so a report never deletes a folder of the user's.
+"""
 
 from __future__ import annotations
 
-import csv
 import os
+import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.errors import InputError
+from testbed.files import os_reason
+
+#: File that marks a folder as written by ``testbed report``/``run`` (safe to replace).
+MARKER = ".testbed-report"
 
 
 @dataclass(frozen=True)
@@ -26,41 +37,58 @@ class ReportFiles:
                 "plots": [str(p) for p in self.plots], "data": [str(p) for p in self.data]}
 
 
-def prepare_dir(out_dir: str | Path, option: str = "-o") -> Path:
-    """Create the report folder (its parent must exist)."""
+def check_report_target(out_dir: str | Path, option: str = "-o") -> Path:
+    """Refuse, before any work, a target the report cannot (or must not) replace."""
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise InputError("exists and is not a folder", source=str(out), field=option)
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
-        raise InputError("parent folder does not exist", source=str(out), field=option)
-    out.mkdir(exist_ok=True)
+        raise InputError("the parent folder does not exist", source=str(out), field=option)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError("the parent folder is not writable", source=str(out), field=option)
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise InputError("is a folder that holds other files and no testbed report; choose "
+                         "another folder", source=str(out), field=option)
     return out
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write through a temporary file and rename: never half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+@contextmanager
+def report_folder(out_dir: str | Path, option: str = "-o") -> Iterator[tuple[Path, Path]]:
+    """``(temporary folder, final folder)``: write into the first; on success it replaces
+    the second in one rename (see the module docstring)."""
+    final = check_report_target(out_dir, option)
+    parent = final.parent if str(final.parent) else Path(".")
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{final.name}.tmp-"))
+    except OSError as exc:
+        raise InputError(f"cannot write: {os_reason(exc)}", source=str(final),
+                         field=option) from None
+    try:
+        yield tmp, final
+        (tmp / MARKER).write_text("written by testbed; this whole folder is replaced by "
+                                  "the next report\n")
+        os.chmod(tmp, 0o777 & ~_umask())
+        old = None
+        if final.exists():
+            old = Path(tempfile.mkdtemp(dir=parent, prefix=f".{final.name}.old-"))
+            os.replace(final, old / "report")
+        os.replace(tmp, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError(f"cannot write the report: {os_reason(exc)}", source=str(final),
+                         field=option) from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
-def write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(header)
-            w.writerows(rows)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def pct(value: float | None) -> str:

@@ -6,6 +6,13 @@ each finished point to the SQLite results store (:mod:`testbed.store`) in one
 transaction. See :mod:`testbed.sweep.runner`.
 """
 
-from testbed.sweep.runner import SweepPlan, SweepStats, aggregate, plan_sweep, run_sweep
+from testbed.sweep.runner import (
+    PointAggregate,
+    SweepPlan,
+    SweepStats,
+    aggregate,
+    plan_sweep,
+    run_sweep,
+)
 
-__all__ = ["SweepPlan", "SweepStats", "aggregate", "plan_sweep", "run_sweep"]
+__all__ = ["PointAggregate", "SweepPlan", "SweepStats", "aggregate", "plan_sweep", "run_sweep"]

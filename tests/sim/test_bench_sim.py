@@ -6,7 +6,7 @@ import time
 
 from simulators.engine import run_simpy
 from simulators.run import simulate
-from testbed.resilience.spec import resolve
+from testbed.resolve import resolve
 from testbed.scenario import load_scenario, scenario_from_dict
 
 
@@ -17,10 +17,10 @@ def test_bench_llama3_1000_replications_fast_path(benchmark):
     cpu_s = time.process_time() - start
     benchmark.extra_info["cpu_s"] = cpu_s
     assert cpu_s < 10.0
-    assert summary["replications"] == 1000
+    assert summary.stats.replications == 1000
     # about 54 d / 3.1 h ≈ 420 interruptions plus those during the extra wall time
-    assert 420 < summary["failures"]["mean"] < 540
-    assert 0.8 < summary["ettr"]["mean"] < 0.95
+    assert 420 < summary.stats.failures.mean < 540
+    assert 0.8 < summary.stats.ettr.mean < 0.95
 
 
 def test_bench_simpy_engine_events_per_second(benchmark):

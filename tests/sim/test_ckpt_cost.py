@@ -6,7 +6,7 @@ import pytest
 
 from testbed.oracle import predict
 from testbed.resilience.ckpt_cost import node_local_transfer_s, pfs_transfer_s
-from testbed.resilience.spec import resolve
+from testbed.resolve import resolve
 from testbed.scenario import load_scenario, scenario_from_dict
 from testbed.systems import load_system
 

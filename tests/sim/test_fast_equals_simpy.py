@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from simulators.engine import run_simpy
 from simulators.fast import run_fast
-from testbed.resilience.spec import resolve
+from testbed.resolve import resolve
 from testbed.scenario import scenario_from_dict
 
 REL = 1e-9

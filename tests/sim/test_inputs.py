@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from testbed.errors import ScenarioError
-from testbed.resilience.spec import resolve
+from testbed.resolve import resolve
 from testbed.scenario import load_scenario, scenario_from_dict
 from testbed.traces import import_fta_event_trace, parse_trace
 
@@ -118,7 +118,8 @@ def test_cli_json_keys_and_events(tmp_path):
     for key in ("mean", "ci95_low", "ci95_high"):
         assert key in out["wall_time_s"] and key in out["ettr"]
     assert "mean" in out["failures"]
-    assert set(out["breakdown_s"]) == {"useful", "checkpoint", "lost_work", "restart", "waiting"}
+    assert set(out["breakdown_s"]) == {"useful_s", "checkpoint_s", "lost_s", "restart_s",
+                                       "waiting_s"}
     assert out["checkpoint_interval_s"] == pytest.approx(3402.7778, rel=1e-6)
     assert out["analytical"]["wall_time_s"] == pytest.approx(610.2164 * 3600, rel=1e-5)
     assert events.read_text().count("\n") > 100

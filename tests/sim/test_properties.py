@@ -12,7 +12,7 @@ from simulators.engine import run_simpy
 from simulators.fast import run_fast
 from simulators.run import replicate
 from testbed.events import EVENT_KINDS, read_events, write_events
-from testbed.resilience.spec import resolve
+from testbed.resolve import resolve
 from testbed.scenario import scenario_from_dict
 
 BUSY = {"name": "busy", "workload": {"steps": 300, "step_time": 20},

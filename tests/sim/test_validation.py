@@ -6,7 +6,7 @@ import pytest
 
 from simulators.run import replicate, simulate
 from testbed.resilience import intervals as iv
-from testbed.resilience.spec import resolve
+from testbed.resolve import resolve
 from testbed.scenario import load_scenario, scenario_from_dict
 
 
@@ -16,21 +16,21 @@ from testbed.scenario import load_scenario, scenario_from_dict
 def test_daly_cases_within_one_percent(name, reps, published_h):
     spec = resolve(load_scenario(f"scenarios/{name}.yaml"))
     s = simulate(spec, reps, 1)
-    mean_h = s["wall_time_s"]["mean"] / 3600
+    mean_h = s.stats.wall_time_s.mean / 3600
     assert mean_h == pytest.approx(published_h, rel=0.01)
     # and the exact expectation of this job lies inside the 95% confidence interval
     # (or within 0.2% of the mean: the CI of 60 replications at 15 min is narrow)
     exact = spec.analytical_wall_s
-    lo, hi = s["wall_time_s"]["ci95_low"], s["wall_time_s"]["ci95_high"]
-    assert lo <= exact <= hi or exact == pytest.approx(s["wall_time_s"]["mean"], rel=0.002)
+    lo, hi = s.stats.wall_time_s.ci95_low, s.stats.wall_time_s.ci95_high
+    assert lo <= exact <= hi or exact == pytest.approx(s.stats.wall_time_s.mean, rel=0.002)
 
 
 def test_young_costs_about_2_8_percent_more_than_optimum_at_15_min():
     doc = load_scenario("scenarios/daly-15min.yaml").model_dump(exclude={"source", "lines"})
     young = dict(doc, checkpoint={**doc["checkpoint"], "policy": "young"})
     exact = dict(doc, checkpoint={**doc["checkpoint"], "daly_order": "exact"})
-    y = simulate(resolve(scenario_from_dict(young)), 60, 7)["wall_time_s"]["mean"]
-    e = simulate(resolve(scenario_from_dict(exact)), 60, 7)["wall_time_s"]["mean"]
+    y = simulate(resolve(scenario_from_dict(young)), 60, 7).stats.wall_time_s.mean
+    e = simulate(resolve(scenario_from_dict(exact)), 60, 7).stats.wall_time_s.mean
     assert y / e - 1 == pytest.approx(0.028, abs=0.006)
 
 

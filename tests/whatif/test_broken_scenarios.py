@@ -72,8 +72,8 @@ def field_of(section: str, key: str) -> str:
 def load(path: Path):
     """What the simulator does with a file: validate it, then resolve it."""
     from testbed.scenario import load_scenario
-    from testbed.sweep.simbridge import resolve_spec
-    return resolve_spec(load_scenario(path))
+    from testbed.resolve import resolve
+    return resolve(load_scenario(path))
 
 
 def cli_in_process(path: Path) -> tuple[int, str]:

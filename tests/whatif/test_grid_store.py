@@ -124,5 +124,5 @@ def test_the_issue_example_sweep_plans_on_the_quickstart():
                       ["checkpoint.interval=10min,30min,1h", "failures.mtbf=3h,6h"],
                       replications=5)
     assert len(plan.points) == 6
-    assert {round(f["job_mtbf_s"]) for f in plan.facts} == {3 * 3600, 6 * 3600}
-    assert all(f["policy"] == "fixed" for f in plan.facts)
+    assert {round(f.job_mtbf_s) for f in plan.facts} == {3 * 3600, 6 * 3600}
+    assert all(f.policy == "fixed" for f in plan.facts)

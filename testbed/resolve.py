@@ -1,0 +1,380 @@
+"""The one resolver: a validated scenario → what the engines and the oracle need.
+
+Every command that runs a scenario (``run``, ``simulate``, ``sweep``, ``report``)
+goes through here, so a scenario means the same thing everywhere:
+
+* **paths**: every relative path in a scenario (``system:``, ``failures.trace``,
+  ``failures.causes``) resolves against the scenario file's folder; a bare name
+  (``abci-v100``, ``llama3_405b``) is a shipped profile or table;
+* **the oracle**: :func:`oracle_request` builds the one :class:`~testbed.oracle.Request`
+  for the scenario's model, parallelism and system; :func:`oracle_comparison` the
+  strategy comparison ``testbed run`` prints;
+* **the engines' input**: :func:`resolve` decides the work and step time (given or
+  from the oracle), the node count, the checkpoint cost and load time (given, or the
+  state bytes through the storage model), the failure model with its cause mix, the
+  interval of the checkpoint policy and the closed-form expectation; it returns a
+  frozen :class:`~testbed.resilience.spec.SimSpec`.
+
+Errors raised while resolving are completed with the scenario's file, line and key,
+so they always say where the problem is; a configuration the oracle cannot run
+raises :class:`~testbed.errors.Infeasible`, which sweeps count and skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.errors import Infeasible, InputError
+from testbed.oracle import Estimate, Request, estimate, resolve_model
+from testbed.oracle.sweep import SweepResult, sweep
+from testbed.resilience.causes import CauseRow, ResolvedCause, load_cause_table, resolve_causes
+from testbed.resilience.ckpt_cost import pfs_transfer_s
+from testbed.resilience.distributions import Interarrival
+from testbed.resilience.failures import FailureModel, TraceFailure
+from testbed.resilience.plan import CkptLevel, JobPlan
+from testbed.resilience.spec import SimSpec, closed_form_wall_s, policy_interval_s
+from testbed.scenario import Scenario
+from testbed.systems import SystemProfile, load_system
+from testbed.units import parse_shape
+
+#: Global batch and GPU count of the strategy comparison when a scenario gives no
+#: parallelism (a typical data-parallel batch on one node).
+DEFAULT_COMPARISON_BATCH = 256
+
+
+@contextmanager
+def at(sc: Scenario, field: str) -> Iterator[None]:
+    """Re-raise an input error from a referenced name or file at the scenario's key."""
+    try:
+        yield
+    except Infeasible:
+        raise
+    except InputError as exc:
+        if exc.source not in (None, sc.source):
+            raise   # the error is inside another file (a trace, a cause table): keep it
+        sub = exc.field if exc.field and exc.field != field.rsplit(".", 1)[-1] else None
+        key = f"{field}.{sub}" if sub and field in ("model", "parallelism") else field
+        raise sc.error(exc.message, key) from None
+
+
+def scenario_dir(sc: Scenario) -> Path | None:
+    """The folder relative paths of the scenario resolve against."""
+    return Path(sc.source).parent if sc.source and not sc.source.startswith("<") else None
+
+
+def relative_path(sc: Scenario, ref: str) -> Path:
+    """A path written in the scenario, resolved against the scenario file's folder."""
+    path = Path(ref)
+    base = scenario_dir(sc)
+    if path.is_absolute() or base is None:
+        return path
+    return base / path
+
+
+def system_ref(sc: Scenario) -> str:
+    """The scenario's ``system:`` as a profile name or a path resolved against its folder."""
+    ref = sc.system or ""
+    if "/" in ref or ref.endswith((".yaml", ".yml")):
+        return str(relative_path(sc, ref))
+    return ref
+
+
+def scenario_system(sc: Scenario) -> SystemProfile | None:
+    """The scenario's system profile (None when it names none)."""
+    if sc.system is None:
+        return None
+    with at(sc, "system"):
+        return load_system(system_ref(sc))
+
+
+# --------------------------------------------------------------------------- oracle
+
+def _input_shape(sc: Scenario) -> tuple[int, ...] | None:
+    shape = sc.model.input_shape if sc.model else None
+    if isinstance(shape, str):
+        with at(sc, "model.input_shape"):
+            return parse_shape(shape)
+    return tuple(shape) if shape is not None else None
+
+
+def oracle_request(sc: Scenario, *, field: str = "workload.steps") -> Request:
+    """The oracle request for the scenario's model, parallelism and system."""
+    missing = [k for k in ("system", "model", "parallelism") if getattr(sc, k) is None]
+    if missing:
+        raise sc.error(f"needs {', '.join(missing)} to ask the oracle (or give step_time)",
+                       field)
+    system = scenario_system(sc)
+    p, m = sc.parallelism, sc.model
+    with at(sc, "model"):
+        model = resolve_model(m.name, _input_shape(sc))
+        return Request(model=model, system=system, strategy=p.strategy, gpus=p.gpus,
+                       global_batch=p.global_batch, group_size=p.group_size,
+                       precision=m.precision, optimizer=m.optimizer,
+                       micro_batches=p.micro_batches, **({"schedule": p.schedule}
+                                                         if p.schedule else {}))
+
+
+def oracle_estimate(sc: Scenario, *, field: str = "workload.steps") -> Estimate:
+    """The oracle's estimate for the scenario; infeasible raises :class:`Infeasible`."""
+    req = oracle_request(sc, field=field)
+    with at(sc, "parallelism"):
+        est = estimate(req)
+    if not est.feasible:
+        raise Infeasible(est.reason or "infeasible", source=sc.source, field="parallelism",
+                         line=sc.lines.get("parallelism"))
+    return est
+
+
+@dataclass(frozen=True)
+class OracleComparison:
+    """The oracle's strategy comparison for a scenario (what ``testbed run`` prints)."""
+
+    model: str
+    system: str
+    global_batch: int
+    max_gpus: int
+    result: SweepResult
+    chosen: Estimate | None
+
+    @property
+    def best_per_strategy(self) -> list[Estimate]:
+        return self.result.best_per_strategy(self.global_batch)
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "system": self.system, "global_batch": self.global_batch,
+                "max_gpus": self.max_gpus,
+                "best_per_strategy": [e.to_dict() for e in self.best_per_strategy],
+                "chosen": self.chosen.to_dict() if self.chosen else None}
+
+
+def oracle_comparison(sc: Scenario) -> OracleComparison | None:
+    """Every strategy at the scenario's batch on 1 … its GPU count, ranked (None without
+    a model and a system)."""
+    if sc.model is None or sc.system is None:
+        return None
+    system = scenario_system(sc)
+    with at(sc, "model"):
+        model = resolve_model(sc.model.name, _input_shape(sc))
+    par = sc.parallelism
+    batch = par.global_batch if par else DEFAULT_COMPARISON_BATCH
+    max_gpus = par.gpus if par else system.node.gpus_per_node
+    with at(sc, "model"):
+        result = sweep(model, system, [batch], max_gpus=max_gpus,
+                       group_size=par.group_size if par else None,
+                       precision=sc.model.precision, optimizer=sc.model.optimizer)
+    chosen = None
+    if par is not None:
+        with at(sc, "parallelism"):
+            chosen = estimate(oracle_request(sc, field="parallelism"))
+    return OracleComparison(model=model.name, system=system.name, global_batch=batch,
+                            max_gpus=max_gpus, result=result, chosen=chosen)
+
+
+# --------------------------------------------------------------------------- simulator
+
+def _nodes(sc: Scenario, system: SystemProfile | None) -> int:
+    if sc.cluster.nodes is not None:
+        return sc.cluster.nodes
+    if sc.parallelism is not None:
+        per_node = sc.cluster.gpus_per_node or (system.node.gpus_per_node if system else 1)
+        return max(1, -(-sc.parallelism.gpus // per_node))
+    return 1
+
+
+def _storage_bandwidths(sc: Scenario, system: SystemProfile | None
+                        ) -> tuple[float, float, float | None, float | None]:
+    """(PFS write, PFS read, per-node write, per-node read) in bytes/s: the scenario's
+    ``storage`` section over the system profile's."""
+    st = sc.storage
+    store = system.storage if system is not None else None
+
+    def pick(own, profile):
+        return own if own else profile
+    write = pick(st and st.pfs_write_bandwidth, store.pfs_write_bandwidth_Bps if store else None)
+    read = pick(st and st.pfs_read_bandwidth, store.pfs_read_bandwidth_Bps if store else None)
+    node_w = pick(st and st.node_write_bandwidth, store.pfs_per_node_Bps if store else None)
+    node_r = pick(st and st.node_read_bandwidth, store.pfs_per_node_Bps if store else None)
+    if write is None or read is None:
+        raise sc.error("no storage bandwidth: give storage.pfs_write_bandwidth and "
+                       "pfs_read_bandwidth, or a system profile", "storage")
+    return write, read, node_w, node_r
+
+
+def _checkpoint_costs(sc: Scenario, nodes: int, state: int | None,
+                      system: SystemProfile | None) -> tuple[float, float]:
+    """Checkpoint blocking cost and load time: given, or state bytes over storage."""
+    ck = sc.checkpoint
+    cost, load = ck.cost, ck.restart
+    if (cost is None or load is None) and ck.policy not in ("none", "multilevel"):
+        if state is None:
+            raise sc.error("give 'cost' and 'restart', or a 'state' size (or a model via the "
+                           "oracle) to derive them", "checkpoint.cost" if cost is None
+                           else "checkpoint.restart")
+        write, read, node_w, node_r = _storage_bandwidths(sc, system)
+        meta = sc.storage.metadata_per_writer if sc.storage else 0.0
+        if cost is None:
+            cost = pfs_transfer_s(state, nodes, write, node_w, meta)
+        if load is None:
+            load = pfs_transfer_s(state, nodes, read, node_r, meta)
+    return (cost or 0.0), (load or 0.0)
+
+
+def _cause_rows(sc: Scenario, costs: dict[str, dict]) -> list[CauseRow]:
+    f = sc.failures
+    if isinstance(f.causes, str):
+        with at(sc, "failures.causes"):
+            return load_cause_table(f.causes, base_dir=scenario_dir(sc), source=sc.source)
+    if f.causes:
+        for c in f.causes:
+            costs[c.name] = {k: getattr(c, k) for k in ("repair", "detect", "restart",
+                                                         "survives")}
+        return [CauseRow(c.name, c.category or c.name, c.weight) for c in f.causes]
+    return [CauseRow("failure", "failure", 1.0)]
+
+
+def _causes(sc: Scenario, trace_names: list[str] | None) -> tuple[ResolvedCause, ...]:
+    f = sc.failures
+    costs = {k: v.model_dump() for k, v in f.category_costs.items()}
+    rows = _cause_rows(sc, costs)
+    if trace_names:
+        known = {r.name for r in rows}
+        rows += [CauseRow(n, n, 1e-12) for n in trace_names if n not in known]
+    return resolve_causes(rows, costs, repair_s=sc.cluster.repair, detect_s=f.detect,
+                          restart_s=f.restart)
+
+
+def _trace(sc: Scenario, nodes: int):
+    """(trace failures, causes) of a scenario that replays a trace, else (None, causes)."""
+    f = sc.failures
+    if f.trace is None:
+        return None, _causes(sc, None)
+    from testbed.traces import load_trace
+    with at(sc, "failures.trace"):
+        rows = load_trace(relative_path(sc, f.trace), field="failures.trace",
+                          referrer=sc.source)
+    causes = _causes(sc, sorted({r.cause for r in rows}))
+    index = {c.name: i for i, c in enumerate(causes)}
+    trace = tuple(TraceFailure(r.t_s, r.node % nodes, index[r.cause],
+                               r.repair_s if r.repair_s is not None
+                               else causes[index[r.cause]].repair_s)
+                  for r in rows)
+    return trace, causes
+
+
+def failure_model(sc: Scenario, nodes: int) -> FailureModel:
+    """The scenario's failure model for a job of ``nodes`` nodes."""
+    f = sc.failures
+    if f is None:
+        return FailureModel(nodes=nodes, causes=())
+    trace, causes = _trace(sc, nodes)
+    inter = None
+    per_node = False
+    if trace is None:
+        if f.distribution == "weibull" and f.shape is None:
+            raise sc.error("weibull needs 'shape'", "failures.shape")
+        if f.distribution == "lognormal" and f.sigma is None:
+            raise sc.error("lognormal needs 'sigma'", "failures.sigma")
+        mean = f.mtbf if f.mtbf is not None else f.node_mtbf
+        per_node = f.node_mtbf is not None
+        inter = Interarrival(f.distribution, mean, shape=f.shape or 1.0, sigma=f.sigma or 1.0)
+    b, m = f.bursts, f.maintenance
+    return FailureModel(
+        nodes=nodes, causes=causes, interarrival=inter, per_node=per_node, trace=trace,
+        burst_probability=b.probability if b else 0.0, burst_size=b.size if b else 0,
+        burst_window_s=b.window if b else 0.0,
+        maintenance_every_s=m.every if m else None,
+        maintenance_duration_s=m.duration if m else 0.0,
+        maintenance_first_s=m.first if m else None)
+
+
+def _work(sc: Scenario) -> tuple[float, float | None, int | None, Estimate | None]:
+    """(work seconds, step seconds, steps, oracle estimate if asked)."""
+    w = sc.workload
+    if w.steps is None:
+        return w.compute_time, None, None, None
+    if w.step_time is not None:
+        return w.steps * w.step_time, w.step_time, w.steps, None
+    est = oracle_estimate(sc)
+    return w.steps * est.time_per_iteration_s, est.time_per_iteration_s, w.steps, est
+
+
+def _levels(sc: Scenario, cost: float, load: float) -> tuple[CkptLevel, ...]:
+    ck = sc.checkpoint
+    if ck.policy == "multilevel":
+        return tuple(CkptLevel(lv.name, lv.cost, lv.restart, lv.every) for lv in ck.levels)
+    if ck.policy == "none":
+        return ()
+    return (CkptLevel("checkpoint", cost, load, 1),)
+
+
+def _interval(sc: Scenario, cost: float, restart: float, mtbf: float, work_s: float,
+              step_s: float | None) -> float | None:
+    ck = sc.checkpoint
+    fixed = ck.interval
+    if ck.policy == "fixed" and ck.every_steps is not None:
+        if step_s is None:
+            raise sc.error("'every_steps' needs a workload in steps", "checkpoint.every_steps")
+        fixed = ck.every_steps * step_s
+    try:
+        return policy_interval_s(ck.policy, cost_s=cost, restart_s=restart, mtbf_s=mtbf,
+                                 work_s=work_s, daly_order=ck.daly_order,
+                                 fixed_interval_s=fixed)
+    except ValueError as exc:
+        raise sc.error(str(exc), "checkpoint.cost") from None
+
+
+def resolve(sc: Scenario) -> SimSpec:
+    """Everything the engines need from a scenario (may ask the oracle).
+
+    An input error without a file (from a unit parser, a name lookup) is completed with
+    the scenario's file and the line of its key, so it always says where it is.
+    """
+    try:
+        return _resolve(sc)
+    except Infeasible:
+        raise
+    except InputError as exc:
+        if sc.source and exc.field and exc.source in (None, sc.source) and exc.line is None:
+            raise sc.error(exc.message, exc.field) from None
+        raise
+
+
+def _resolve(sc: Scenario) -> SimSpec:
+    if sc.workload is None:
+        raise sc.error("a simulation needs a 'workload' (compute_time or steps)", "workload")
+    system = scenario_system(sc)
+    nodes = _nodes(sc, system)
+    work_s, step_s, steps, est = _work(sc)
+    state = sc.checkpoint.state
+    if state is None and sc.model is not None and sc.parallelism is not None and \
+            sc.system is not None and (sc.checkpoint.cost is None or sc.checkpoint.restart is None):
+        state = (est or oracle_estimate(sc, field="checkpoint.cost")).state_bytes
+    cost, load = _checkpoint_costs(sc, nodes, state, system)
+    model = failure_model(sc, nodes)
+    mean_extra = sum(c.probability * (c.detect_s + c.restart_s) for c in model.causes)
+    mtbf = model.job_mtbf_s
+    levels = _levels(sc, cost, load)
+    if sc.checkpoint.policy == "multilevel":
+        cost, load = levels[0].cost_s, levels[-1].load_s
+    restart = load + mean_extra
+    interval = _interval(sc, cost, restart, mtbf, work_s, step_s)
+    plan = JobPlan.build(work_s, interval, levels, persist_s=sc.checkpoint.persist,
+                         restart_load_s=load, step_s=step_s, steps=steps)
+    analytical, daly = closed_form_wall_s(model, plan, cost_s=cost, restart_s=restart,
+                                          mtbf_s=mtbf, spares=sc.cluster.spares)
+    return SimSpec(name=sc.name, plan=plan, failures=model, spares=sc.cluster.spares,
+                   nodes=nodes, policy=sc.checkpoint.policy, job_mtbf_s=mtbf, ckpt_cost_s=cost,
+                   restart_s=restart, analytical_wall_s=analytical, daly_formula_wall_s=daly,
+                   step_s=step_s, state_bytes=state)
+
+
+def resolve_or_infeasible(sc: Scenario) -> SimSpec | Infeasible:
+    """:func:`resolve`, with an infeasible configuration returned instead of raised."""
+    try:
+        return resolve(sc)
+    except Infeasible as exc:
+        return exc
+
