@@ -235,7 +235,7 @@ class Job:
 
 
 def _inject(env: simpy.Environment, failures, job_proc: simpy.Process, cluster: Cluster,
-            nodes: int, counter: list[int]):
+            nodes: int, counter: list[int], check):
     """Interrupt the job at each failure of the stream.
 
     With a finite spare pool, a failure that strikes while every one of the job's
@@ -249,6 +249,7 @@ def _inject(env: simpy.Environment, failures, job_proc: simpy.Process, cluster: 
         if fail.cause != MAINTENANCE and cluster.pool is not None and cluster.needed >= nodes:
             continue
         job_proc.interrupt(fail)
+        check(env.now)
 
 
 def run_simpy(spec: SimSpec, seed: int, rep: int, log: list[dict] | None = None
@@ -263,7 +264,7 @@ def run_simpy(spec: SimSpec, seed: int, rep: int, log: list[dict] | None = None
     proc = env.process(job.process())
     counter = [0]
     env.process(_inject(env, spec.failures.events(seed, rep), proc, cluster, spec.nodes,
-                         counter))
+                        counter, lambda now: spec.limits.check(job.failures + 1, now, rep)))
     env.run(until=proc)
     result = close_books(env.now, spec.plan.work_s, job.ckpt_s, job.restart_s, job.wait_s,
                          job.failures, job.commits, job.by_cause)

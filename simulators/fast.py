@@ -52,6 +52,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
     # already wait for replacements finds no node to fail: it is skipped
     nodes = spec.nodes if spares is not None else 1 << 62
     events = spec.failures.events(seed, rep)
+    limits = spec.limits
 
     fail = next(events, None)
     f = fail.t_s if fail is not None else INF
@@ -112,6 +113,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
         # ---------------------------------------------------------------- failures
         while True:
             nfail += 1
+            limits.check(nfail, t, rep)
             if fail.cause == MAINTENANCE:
                 blocked = max(blocked, fail.until_s)
                 det = req = 0.0

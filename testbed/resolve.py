@@ -22,12 +22,13 @@ raises :class:`~testbed.errors.Infeasible`, which sweeps count and skip.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.errors import Infeasible, InputError
+from testbed.errors import Infeasible, InputError, RunawayError
 from testbed.oracle import Estimate, Request, estimate, resolve_model
 from testbed.oracle.sweep import SweepResult, sweep
 from testbed.resilience.causes import CauseRow, ResolvedCause, load_cause_table, resolve_causes
@@ -35,8 +36,9 @@ from testbed.resilience.ckpt_cost import pfs_transfer_s
 from testbed.resilience.distributions import Interarrival
 from testbed.resilience.failures import FailureModel, TraceFailure
 from testbed.resilience.plan import CkptLevel, JobPlan
-from testbed.resilience.spec import SimSpec, closed_form_wall_s, policy_interval_s
+from testbed.resilience.spec import RunLimits, SimSpec, closed_form_wall_s, policy_interval_s
 from testbed.scenario import Scenario
+from testbed.schema import line_for
 from testbed.systems import SystemProfile, load_system
 from testbed.units import parse_shape
 
@@ -281,6 +283,9 @@ def failure_model(sc: Scenario, nodes: int) -> FailureModel:
         per_node = f.node_mtbf is not None
         inter = Interarrival(f.distribution, mean, shape=f.shape or 1.0, sigma=f.sigma or 1.0)
     b, m = f.bursts, f.maintenance
+    if b is not None and b.size > nodes:
+        raise sc.error(f"a burst of {b.size} more failed nodes is larger than the job's "
+                       f"{nodes} node(s)", "failures.bursts.size")
     return FailureModel(
         nodes=nodes, causes=causes, interarrival=inter, per_node=per_node, trace=trace,
         burst_probability=b.probability if b else 0.0, burst_size=b.size if b else 0,
@@ -365,10 +370,63 @@ def _resolve(sc: Scenario) -> SimSpec:
                          restart_load_s=load, step_s=step_s, steps=steps)
     analytical, daly = closed_form_wall_s(model, plan, cost_s=cost, restart_s=restart,
                                           mtbf_s=mtbf, spares=sc.cluster.spares)
+    limits = RunLimits(max_failures=sc.simulation.max_failures,
+                       max_simulated_s=sc.simulation.max_simulated_time, source=sc.source)
+    refuse_runaway(sc, plan, mtbf, restart, limits)
     return SimSpec(name=sc.name, plan=plan, failures=model, spares=sc.cluster.spares,
                    nodes=nodes, policy=sc.checkpoint.policy, job_mtbf_s=mtbf, ckpt_cost_s=cost,
                    restart_s=restart, analytical_wall_s=analytical, daly_formula_wall_s=daly,
-                   step_s=step_s, state_bytes=state)
+                   step_s=step_s, state_bytes=state, limits=limits)
+
+
+#: Most failures all replications of one run may simulate together (about ten minutes
+#: of one core at the fast path's ~2 µs per failure).
+MAX_TOTAL_FAILURES = 300_000_000
+
+
+def expected_failures(plan: JobPlan, mtbf_s: float, restart_s: float) -> float:
+    """Failures one replication can expect, from the closed form for exponential failures
+    (E[wall] / M with E[wall] = Σ M e^{R/M}(e^{L/M} − 1) over segments of length L); inf
+    when it overflows. An estimate for other distributions, exact in expectation for the
+    exponential one."""
+    if not math.isfinite(mtbf_s):
+        return 0.0
+    def cost(j: int) -> float:
+        return plan.cost_of(j) if plan.levels else 0.0
+    lengths = [plan.segment_s(j) + cost(j) for j in (1, plan.n_segments)]
+    counts = [plan.n_segments - 1, 1] if plan.n_segments > 1 else [0, 1]
+    total = 0.0
+    for length, count in zip(lengths, counts, strict=True):
+        exponent = (length + restart_s) / mtbf_s
+        if exponent > 700:
+            return math.inf
+        total += count * math.exp(restart_s / mtbf_s) * math.expm1(length / mtbf_s)
+    return total
+
+
+def refuse_runaway(sc: Scenario, plan: JobPlan, mtbf_s: float, restart_s: float,
+                   limits: RunLimits) -> None:
+    """Refuse, before simulating, a job that cannot finish in reasonable time: more
+    expected failures per replication than the cap, or over all replications more than
+    :data:`MAX_TOTAL_FAILURES`, or an expected wall time beyond the simulated-time cap."""
+    n = expected_failures(plan, mtbf_s, restart_s)
+    wall_s = n * mtbf_s if math.isfinite(n) else math.inf
+    reps = sc.simulation.replications
+    if n > limits.max_failures or wall_s > limits.max_simulated_s or n * reps > MAX_TOTAL_FAILURES:
+        from testbed.units import format_duration
+        years = "more than 10^300" if not math.isfinite(wall_s) else format_duration(wall_s)
+        where = ("checkpoint" if plan.levels or sc.checkpoint.policy != "none"
+                 else "checkpoint.policy")
+        raise RunawayError(
+            f"this job cannot finish in reasonable time: each replication expects "
+            f"{n:,.3g} failures and {years} of wall time (closed form, job MTBF "
+            f"{format_duration(mtbf_s)}, longest segment "
+            f"{format_duration(plan.segment_s(1) + (plan.cost_of(1) if plan.levels else 0))}"
+            f", restart "
+            f"{format_duration(restart_s)}); checkpoint more often, restart faster or "
+            f"simulate fewer replications (limits: simulation.max_failures, "
+            f"simulation.max_simulated_time)", source=sc.source, field=where,
+            line=line_for(sc.lines, where))
 
 
 def resolve_or_infeasible(sc: Scenario) -> SimSpec | Infeasible:

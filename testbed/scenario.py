@@ -21,6 +21,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from testbed.errors import InputError, ScenarioError
 from testbed.inputs import load_yaml
+from testbed.resilience.spec import DEFAULT_MAX_FAILURES, DEFAULT_MAX_SIMULATED_S
 from testbed.schema import Strict, line_for, validate
 from testbed.units import did_you_mean, parse_bandwidth_Bps, parse_duration_s, parse_size_bytes
 
@@ -68,6 +69,8 @@ Size = Annotated[int, BeforeValidator(_size)]
 Bandwidth = Annotated[float, BeforeValidator(_bandwidth)]
 
 POLICIES = ("none", "fixed", "young", "daly", "multilevel")
+#: Most replications one scenario may ask for (10⁶ of the fastest job take minutes).
+MAX_REPLICATIONS = 1_000_000
 DISTRIBUTIONS = ("exponential", "weibull", "lognormal")
 
 
@@ -192,7 +195,31 @@ class Failures(Strict):
             raise ValueError("[shape] 'shape' applies to the weibull distribution only")
         if self.sigma is not None and self.distribution != "lognormal":
             raise ValueError("[sigma] 'sigma' applies to the lognormal distribution only")
+        if self.trace is not None:
+            given = [k for k in ("mtbf", "node_mtbf", "bursts", "maintenance")
+                     if getattr(self, k) is not None]
+            if given:
+                raise ValueError(f"[{given[0]}] a trace replays recorded failures; "
+                                 f"'{given[0]}' cannot be combined with 'trace'")
+        if self.maintenance and self.maintenance.duration >= self.maintenance.every:
+            raise ValueError("[maintenance.duration] a maintenance window must be shorter "
+                             "than its period ('every')")
+        if isinstance(self.causes, list):
+            names = [c.name for c in self.causes]
+            dup = next((n for n in names if names.count(n) > 1), None)
+            if dup is not None:
+                raise ValueError(f"[causes] cause {dup!r} appears twice")
         return self
+
+    def survives_fields(self) -> list[tuple[str, list[str]]]:
+        """(key path, level names) of every ``survives`` list in this section."""
+        out = []
+        if isinstance(self.causes, list):
+            out += [(f"failures.causes[{i}].survives", c.survives)
+                    for i, c in enumerate(self.causes) if c.survives is not None]
+        out += [(f"failures.category_costs.{k}.survives", v.survives)
+                for k, v in self.category_costs.items() if v.survives is not None]
+        return out
 
 
 class Level(Strict):
@@ -261,9 +288,12 @@ class Checkpoint(Strict):
 class Simulation(Strict):
     """Replications, seed and engine (``fast`` exact path or step-by-step ``simpy``)."""
 
-    replications: int = Field(default=100, gt=0)
-    seed: int = Field(default=0, ge=0)
+    replications: int = Field(default=100, gt=0, le=MAX_REPLICATIONS)
+    seed: int = Field(default=0, ge=0, lt=2**63)
     engine: Literal["fast", "simpy"] = "fast"
+    #: hard caps of one replication (a runaway job stops with a clear error)
+    max_failures: int = Field(default=DEFAULT_MAX_FAILURES, gt=0)
+    max_simulated_time: PositiveDuration = DEFAULT_MAX_SIMULATED_S
 
 
 class Scenario(Strict):
@@ -284,6 +314,22 @@ class Scenario(Strict):
     source: str | None = None
     #: key path → line number in the source file
     lines: dict[str, int] = Field(default_factory=dict, repr=False)
+
+    @model_validator(mode="after")
+    def _levels_known(self) -> Scenario:
+        ck = self.checkpoint
+        levels = [lv.name for lv in ck.levels] if ck.levels else ["checkpoint"]
+        if ck.levels:
+            dup = next((n for n in levels if levels.count(n) > 1), None)
+            if dup is not None:
+                raise ValueError(f"[checkpoint.levels] level name {dup!r} appears twice")
+        for key, names in (self.failures.survives_fields() if self.failures else []):
+            unknown = [n for n in names if n not in levels]
+            if unknown:
+                raise ValueError(f"[{key}] unknown checkpoint level {unknown[0]!r}"
+                                 f"{did_you_mean(unknown[0], levels)}; levels: "
+                                 f"{', '.join(levels)}")
+        return self
 
     def error(self, message: str, field: str) -> ScenarioError:
         """A :class:`ScenarioError` naming this scenario's file, line and ``field``."""
@@ -317,8 +363,8 @@ def load_scenario(path: str | Path) -> Scenario:
 def check_overrides(replications: int | None, seed: int | None) -> None:
     """Validate command-line overrides of the ``simulation`` section
     (``--replications``, ``--seed``) with the same rules as the file."""
-    if replications is not None and replications <= 0:
-        raise InputError(f"must be a positive integer, got {replications}",
+    if replications is not None and not 0 < replications <= MAX_REPLICATIONS:
+        raise InputError(f"must be an integer in 1…{MAX_REPLICATIONS:,}, got {replications}",
                          source="--replications")
-    if seed is not None and seed < 0:
-        raise InputError(f"must be an integer >= 0, got {seed}", source="--seed")
+    if seed is not None and not 0 <= seed < 2**63:
+        raise InputError(f"must be an integer in 0…2^63−1, got {seed}", source="--seed")

@@ -22,11 +22,25 @@ _DURATION_S = {
     "w": 604800.0, "week": 604800.0, "weeks": 604800.0,
     "y": 31557600.0, "yr": 31557600.0, "year": 31557600.0, "years": 31557600.0,
 }
-_SIZE_B = {
-    "": 1, "b": 1, "byte": 1, "bytes": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
+#: Bytes per unit. Upper-case ``B`` is a byte, lower-case ``b`` a bit; a prefix alone
+#: (``5M``) or a lower-case prefix with ``b`` where it could mean either (``mb``) is
+#: refused as ambiguous rather than guessed.
+_SIZE_B: dict[str, float] = {
+    "": 1, "B": 1, "byte": 1, "bytes": 1,
+    "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
+    "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50,
+    "b": 0.125, "bit": 0.125, "bits": 0.125,
+    "kb": 125.0, "Kb": 125.0, "Mb": 1.25e5, "Gb": 1.25e8, "Tb": 1.25e11,
+    "kbit": 125.0, "Mbit": 1.25e5, "Gbit": 1.25e8, "Tbit": 1.25e11,
+    "Kib": 2**10 / 8, "Mib": 2**20 / 8, "Gib": 2**30 / 8, "Tib": 2**40 / 8,
 }
+_AMBIGUOUS = {"k", "K", "M", "G", "T", "P", "mb", "gb", "tb", "pb", "kib", "mib", "gib",
+              "tib", "mB", "gB", "tB"}
+#: Largest physical values accepted (beyond them a number is a typo, and would
+#: overflow the closed forms): a thousand years, an exabyte, 100 PB/s.
+MAX_DURATION_S = 1000 * 31557600.0
+MAX_SIZE_BYTES = 10**18
+MAX_BANDWIDTH_BPS = 1e17
 _NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ/]*)\s*$")
 
 
@@ -38,63 +52,86 @@ def _split(text: str, what: str, source: str | None, field: str | None) -> tuple
 
 
 def _unknown_unit(unit: str, table: dict, what: str, source, field) -> InputError:
-    close = difflib.get_close_matches(unit.lower(), [k for k in table if k], n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    same = [k for k in table if k and k.lower() == unit.lower()]
+    close = same or difflib.get_close_matches(unit, [k for k in table if k], n=1)
+    hint = f" (did you mean {close[0]!r}? units are case-sensitive)" if close else ""
     return InputError(f"unknown {what} unit {unit!r}{hint}", source=source, field=field)
+
+
+def _check_range(value: float, text, what: str, limit: float, unit: str, source, field
+                 ) -> None:
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{what} must be a finite value >= 0, got {text!r}", source=source,
+                         field=field)
+    if value > limit:
+        raise InputError(f"{what} {text!r} is beyond any physical value (more than "
+                         f"{limit:.3g} {unit})", source=source, field=field)
 
 
 def parse_duration_s(value: str | float | int, *, source: str | None = None,
                      field: str | None = None) -> float:
-    """``'5min'`` → 300.0. Plain numbers are seconds. Negative or non-finite values fail."""
+    """``'5min'`` → 300.0. Plain numbers are seconds. Negative, non-finite or absurd
+    (over a thousand years) values fail. Units are case-sensitive (``5M`` is refused:
+    write ``5min``)."""
     if isinstance(value, bool):
         raise InputError(f"expected a duration, got {value!r}", source=source, field=field)
     if isinstance(value, (int, float)):
         seconds = float(value)
     else:
         number, unit = _split(str(value), "duration", source, field)
-        factor = _DURATION_S.get(unit) or _DURATION_S.get(unit.lower())
+        if unit in ("M", "mo", "month", "months"):
+            raise InputError(f"ambiguous time unit {unit!r}: write min for minutes, or days "
+                             "(30d) for months", source=source, field=field)
+        factor = _DURATION_S.get(unit)
         if factor is None:
             raise _unknown_unit(unit, _DURATION_S, "time", source, field)
         seconds = number * factor
-    if not math.isfinite(seconds) or seconds < 0:
-        raise InputError(f"duration must be a finite value >= 0, got {value!r}",
-                         source=source, field=field)
+    _check_range(seconds, value, "duration", MAX_DURATION_S, "s", source, field)
     return seconds
+
+
+def _size_factor(unit: str, source, field) -> float:
+    if unit in _AMBIGUOUS:
+        raise InputError(f"ambiguous size unit {unit!r}: write B for bytes or b for bits, "
+                         "e.g. MB, MiB or Mb", source=source, field=field)
+    factor = _SIZE_B.get(unit)
+    if factor is None:
+        raise _unknown_unit(unit, _SIZE_B, "size", source, field)
+    return float(factor)
 
 
 def parse_size_bytes(value: str | float | int, *, source: str | None = None,
                      field: str | None = None) -> int:
-    """``'2GiB'`` → 2147483648; ``'500MB'`` → 500000000. Plain numbers are bytes."""
+    """``'2GiB'`` → 2147483648; ``'500MB'`` → 500000000; ``'8Gb'`` → 10⁹. Plain numbers are
+    bytes."""
     if isinstance(value, bool):
         raise InputError(f"expected a size, got {value!r}", source=source, field=field)
     if isinstance(value, (int, float)):
         size = float(value)
     else:
         number, unit = _split(str(value), "size", source, field)
-        factor = _SIZE_B.get(unit.lower())
-        if factor is None:
-            raise _unknown_unit(unit, _SIZE_B, "size", source, field)
-        size = number * factor
-    if not math.isfinite(size) or size < 0:
-        raise InputError(f"size must be a finite value >= 0, got {value!r}",
-                         source=source, field=field)
+        size = number * _size_factor(unit, source, field)
+    _check_range(size, value, "size", MAX_SIZE_BYTES, "bytes", source, field)
     return int(round(size))
 
 
 def parse_bandwidth_Bps(value: str | float | int, *, source: str | None = None,
                         field: str | None = None) -> float:
-    """``'12.5GB/s'`` → 1.25e10 bytes per second. Plain numbers are bytes per second."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(parse_size_bytes(value, source=source, field=field))
-    text = str(value).strip()
-    if not text.lower().endswith("/s"):
-        raise InputError(f"bandwidth {value!r} needs a '/s' unit, e.g. '12.5GB/s'",
-                         source=source, field=field)
-    number, unit = _split(text[:-2], "bandwidth", source, field)
-    factor = _SIZE_B.get(unit.lower())
-    if factor is None:
-        raise _unknown_unit(unit, _SIZE_B, "size", source, field)
-    return number * factor
+    """``'12.5GB/s'`` → 1.25e10 and ``'100Gb/s'`` → 1.25e10 bytes per second. Plain
+    numbers are bytes per second."""
+    if isinstance(value, bool):
+        raise InputError(f"expected a bandwidth, got {value!r}", source=source, field=field)
+    if isinstance(value, (int, float)):
+        bw = float(value)
+    else:
+        text = str(value).strip()
+        if not text.endswith("/s"):
+            raise InputError(f"bandwidth {value!r} needs a '/s' unit, e.g. '12.5GB/s'",
+                             source=source, field=field)
+        number, unit = _split(text[:-2], "bandwidth", source, field)
+        bw = number * _size_factor(unit, source, field)
+    _check_range(bw, value, "bandwidth", MAX_BANDWIDTH_BPS, "B/s", source, field)
+    return bw
 
 
 def parse_shape(text: str, *, source: str | None = None, field: str | None = None) -> tuple[int, ...]:

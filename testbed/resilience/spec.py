@@ -74,6 +74,34 @@ class SpecFacts:
                    daly_interval_s=None, analytical_wall_s=None, infeasible=reason)
 
 
+#: Default hard caps of one replication (configurable in ``simulation``): far above any
+#: job that finishes in useful time, low enough that a runaway one stops in seconds.
+DEFAULT_MAX_FAILURES = 2_000_000
+DEFAULT_MAX_SIMULATED_S = 1000 * 365.25 * 86400.0   # a thousand years
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Hard caps of one replication; an engine that reaches one raises
+    :class:`~testbed.errors.RunawayError` naming the scenario file (``source``)."""
+
+    max_failures: int = DEFAULT_MAX_FAILURES
+    max_simulated_s: float = DEFAULT_MAX_SIMULATED_S
+    source: str | None = None
+
+    def check(self, failures: int, t_s: float, rep: int) -> None:
+        """Raise when a replication has gone past a cap."""
+        if failures <= self.max_failures and t_s <= self.max_simulated_s:
+            return
+        from testbed.errors import RunawayError
+        what = (f"{failures:,} failures" if failures > self.max_failures
+                else f"{t_s / 86400 / 365.25:,.0f} simulated years")
+        raise RunawayError(f"replication {rep} stopped after {what}: this job does not finish "
+                           "in reasonable time (raise simulation.max_failures or "
+                           "simulation.max_simulated_time if that is intended)",
+                           source=self.source, field="simulation")
+
+
 @dataclass(frozen=True)
 class SimSpec:
     """A resolved scenario: plan, failure model, spares and the analytical estimate."""
@@ -91,7 +119,7 @@ class SimSpec:
     daly_formula_wall_s: float | None  # Daly's T_w = M e^{R/M}(e^{(τ+δ)/M} − 1) T_s/τ
     step_s: float | None = None
     state_bytes: int | None = None
-    extras: dict = field(default_factory=dict, compare=False)
+    limits: RunLimits = field(default_factory=RunLimits)
 
     @property
     def facts(self) -> SpecFacts:

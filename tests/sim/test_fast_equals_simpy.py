@@ -97,7 +97,7 @@ def small_scenarios(draw):
             for i in range(3)]
     if draw(st.booleans()):
         fail["bursts"] = {"probability": draw(st.floats(0.05, 1.0)),
-                          "size": draw(st.integers(1, 3)),
+                          "size": draw(st.integers(1, min(3, nodes))),
                           "window": draw(st.floats(1.0, 1800.0))}
     if draw(st.booleans()):
         every = draw(st.floats(4 * 3600.0, 48 * 3600.0))
