@@ -13,7 +13,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 export PYTHONHASHSEED := 0
 
-.PHONY: run test lint bench setup calibrate clean
+.PHONY: run test lint typecheck bench setup calibrate wheel-check clean
 
 setup: $(STAMP)
 
@@ -32,12 +32,19 @@ $(STAMP): pyproject.toml requirements.lock
 run: $(STAMP)
 	$(BIN)/testbed run scenarios/quickstart.yaml
 
-test: $(STAMP)
+# lint = style (ruff) + types (mypy, non-strict, core and engines and application)
+lint: $(STAMP)
 	$(BIN)/ruff check testbed simulators real_runs tests
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/mypy
 
+# the whole suite; benchmarks run once each as plain tests (no statistics)
+test: lint
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q --benchmark-disable $(PYTEST_ARGS)
+
+# benchmarks only, with statistics
 bench: $(STAMP)
-	$(BIN)/python -m pytest -q tests -k bench --benchmark-enable --benchmark-only
+	$(BIN)/python -m pytest -q tests -k bench --benchmark-enable --benchmark-only \
+	  --benchmark-columns=min,mean,max,rounds
 
 calibrate: $(STAMP)
 	$(BIN)/testbed calibrate ../shared/data/abci-paradl/calibration.csv --system abci-v100

@@ -26,12 +26,12 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import ScenarioError
+from testbed.files import write_text
+from testbed.inputs import read_text
 from testbed.units import parse_duration_s
 
 COLUMNS = ("time_s", "node", "cause", "repair_s")
@@ -55,6 +55,13 @@ def _lines(text: str):
             yield lineno, line
 
 
+def _row(line: str, source: str, lineno: int) -> list[str]:
+    try:
+        return next(csv.reader([line]))
+    except csv.Error as exc:
+        raise ScenarioError(f"not CSV: {exc}", source=source, line=lineno) from None
+
+
 def parse_trace(text: str, *, source: str = "<trace>") -> list[TraceRow]:
     """Parse the testbed CSV trace format; errors name ``source``, line and column."""
     numbered = list(_lines(text))
@@ -62,7 +69,7 @@ def parse_trace(text: str, *, source: str = "<trace>") -> list[TraceRow]:
         raise ScenarioError("trace is empty (needs a header time_s,node,cause,repair_s)",
                             source=source)
     header_line, header = numbered[0]
-    cols = [c.strip() for c in next(csv.reader([header]))]
+    cols = [c.strip() for c in _row(header, source, header_line)]
     missing = [c for c in COLUMNS[:3] if c not in cols]
     if missing:
         raise ScenarioError(f"header must name columns {','.join(COLUMNS)} (missing "
@@ -71,7 +78,7 @@ def parse_trace(text: str, *, source: str = "<trace>") -> list[TraceRow]:
     rows: list[TraceRow] = []
     last_t = 0.0
     for lineno, line in numbered[1:]:
-        rec = next(csv.reader([line]))
+        rec = _row(line, source, lineno)
         if len(rec) != len(cols):
             raise ScenarioError(f"expected {len(cols)} fields, found {len(rec)}",
                                 source=source, line=lineno)
@@ -109,17 +116,13 @@ def parse_trace(text: str, *, source: str = "<trace>") -> list[TraceRow]:
 
 def load_trace(path: str | Path, *, field: str | None = None,
                referrer: str | None = None) -> list[TraceRow]:
-    """Read a testbed CSV trace; a missing file is an error naming ``referrer``/``field``."""
+    """Read a testbed CSV trace through the input boundary; a missing file is an error
+    naming ``referrer``/``field``."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    if not path.exists():
         raise ScenarioError(f"trace file {str(path)!r} not found", source=referrer,
-                            field=field) from None
-    except OSError as exc:
-        raise ScenarioError(f"cannot read trace {str(path)!r}: {exc.strerror}",
-                            source=referrer, field=field) from None
-    return parse_trace(text, source=str(path))
+                            field=field)
+    return parse_trace(read_text(path), source=str(path))
 
 
 def format_trace(rows: list[TraceRow]) -> str:
@@ -132,17 +135,9 @@ def format_trace(rows: list[TraceRow]) -> str:
     return out.getvalue()
 
 
-def write_trace(rows: list[TraceRow], path: str | Path) -> None:
-    """Write a trace atomically (temporary file, then rename)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(format_trace(rows))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def write_trace(rows: list[TraceRow], path: str | Path, *, field: str | None = None) -> None:
+    """Write a trace atomically (:func:`testbed.files.write_text`)."""
+    write_text(path, format_trace(rows), field=field)
 
 
 def import_fta_event_trace(text: str, *, source: str = "<event_trace>",
@@ -184,10 +179,12 @@ def import_fta_event_trace(text: str, *, source: str = "<event_trace>",
             etype = int(rec[ix["event_type"]])
             start = float(rec[ix["event_start_time"]])
             stop = float(rec[ix["event_stop_time"]])
+            if not (math.isfinite(start) and math.isfinite(stop)):
+                raise ValueError
         except ValueError:
             raise ScenarioError("event_type, event_start_time and event_stop_time must be "
-                                "numbers", source=source, line=lineno) from None
-        if not (math.isfinite(start) and math.isfinite(stop)) or stop < start:
+                                "finite numbers", source=source, line=lineno) from None
+        if stop < start:
             raise ScenarioError("event_stop_time must be >= event_start_time", source=source,
                                 line=lineno, field="event_stop_time")
         if etype != 0:

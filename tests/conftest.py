@@ -8,6 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# CI profile: derandomized (the same examples on every run, so a failure reproduces and
+# the suite's time is stable), no example database, no deadline (2 busy cores).
+settings.register_profile("ci", derandomize=True, database=None, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TESTBED_SHARED", REPO.parent / "shared"))

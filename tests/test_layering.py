@@ -1,55 +1,65 @@
-"""The layer table of DESIGN.md stays true: ``testbed/`` never imports SimPy or a DL
-framework (at import time), ``simulators/`` never imports a DL framework, and
-``real_runs`` imports frameworks lazily."""
+"""The layer contract of the README stays true (see tests/layering_contract.py), and the
+contract itself catches a planted circle, an upward import and a private import."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.layering_contract import FRAMEWORKS, violations
+
 REPO = Path(__file__).resolve().parents[1]
-FRAMEWORKS = {"torch", "tensorflow", "keras", "chainer", "mpi4py", "cupy", "jax"}
-HEAVY = FRAMEWORKS | {"simpy"}
 
 
-def _top_level_imports(path: Path) -> set[str]:
-    """Modules imported at module level (not inside functions)."""
-    tree = ast.parse(path.read_text())
-    names: set[str] = set()
-    for node in tree.body:
-        for sub in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []:
-            if isinstance(sub, ast.Import):
-                names |= {a.name.split(".")[0] for a in sub.names}
-            elif isinstance(sub, ast.ImportFrom) and sub.module and sub.level == 0:
-                names.add(sub.module.split(".")[0])
-    return names
+def test_the_tree_keeps_the_contract():
+    problems = violations(REPO)
+    assert not problems, "\n".join(problems)
 
 
-def _py_files(folder: str):
-    return sorted((REPO / folder).rglob("*.py"))
+def _plant(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
 
 
-def test_testbed_is_pure():
-    for path in _py_files("testbed"):
-        bad = _top_level_imports(path) & HEAVY
-        assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)} at module level"
+def test_contract_fails_on_a_planted_circle(tmp_path):
+    root = _plant(tmp_path, {
+        "testbed/__init__.py": "",
+        "testbed/units.py": "from testbed.errors import InputError\n",
+        "testbed/errors.py": "def f():\n    from testbed.units import parse\n",
+    })
+    problems = violations(root)
+    assert any("import circle" in p and "testbed.errors" in p and "testbed.units" in p
+               for p in problems), problems
 
 
-def test_simulators_do_not_import_frameworks():
-    for path in _py_files("simulators"):
-        bad = _top_level_imports(path) & FRAMEWORKS
-        assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
-
-
-def test_real_runs_import_frameworks_lazily():
-    for path in _py_files("real_runs"):
-        bad = _top_level_imports(path) & FRAMEWORKS
-        assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)} at module level"
+def test_contract_fails_on_an_upward_or_private_import(tmp_path):
+    root = _plant(tmp_path, {
+        "testbed/__init__.py": "",
+        "testbed/units.py": "def f():\n    from testbed.cli import main\n",
+        "testbed/cli/__init__.py": "",
+        "testbed/cli/main.py": "from testbed.units import _hidden\n",
+        "simulators/__init__.py": "",
+        "simulators/engine.py": "import torch\nfrom testbed.store import Store\n",
+        "testbed/store.py": "",
+        "testbed/oracle.py": "import simpy\n",
+        "testbed/newthing.py": "",
+    })
+    text = "\n".join(violations(root))
+    assert "core module testbed.units imports application module testbed.cli.main" in text
+    assert "private name(s) _hidden" in text
+    assert "engines module simulators.engine imports application module testbed.store" in text
+    assert "framework torch" in text
+    assert "the core imports simpy" in text
+    assert "testbed.newthing belongs to no layer" in text
 
 
 def test_importing_everything_loads_no_framework():
+    """At run time too: importing every module (the application included) loads no DL
+    framework and no MPI — they are imported only where a command needs them."""
     code = (
         "import importlib, pkgutil, sys\n"
         "import testbed, simulators, real_runs\n"
@@ -57,10 +67,10 @@ def test_importing_everything_loads_no_framework():
         "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
         "        if m.name.endswith('__main__'): continue\n"
         "        importlib.import_module(m.name)\n"
-        f"heavy = {sorted(FRAMEWORKS)!r}\n"
+        f"heavy = {sorted(FRAMEWORKS | {'mpi4py'})!r}\n"
         "print(','.join(sorted(h for h in heavy if h in sys.modules)))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                        timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "", f"frameworks imported eagerly: {r.stdout.strip()}"
+    assert r.stdout.strip() == "", f"imported eagerly: {r.stdout.strip()}"

@@ -8,14 +8,12 @@ NAME is a zoo name (aliases allowed) or a path to a ParaDL ``.net``/``.net_sc`` 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import Counter
-from pathlib import Path
 
 import click
 
 from testbed.errors import InputError
+from testbed.files import check_writable_target, write_text
 from testbed.model.ir import LAYER_KINDS, Model
 from testbed.model.netfile import export_net
 from testbed.model.registry import MODELS, get_model, list_models
@@ -94,20 +92,10 @@ def export_cmd(name: str, output: str, input_shape: str | None, dataset: str,
     """Write model NAME as a ParaDL .net file (atomically: temp file, then rename)."""
     if dataset_samples <= 0:
         raise InputError("must be a positive number of samples", field="--dataset-samples")
+    target = check_writable_target(output, field="-o")
     text = export_net(_model(name, input_shape), dataset=dataset,
                       dataset_samples=dataset_samples)
-    target = Path(output)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", source=str(target)) from None
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"cannot write: {exc.strerror}", source=str(target)) from None
+    write_text(target, text, field="-o")
     click.echo(f"wrote {target} ({text.count(chr(10)) - 3} layers)")
 
 

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from testbed.cli.common import emit_json
-from testbed.errors import InputError
+from testbed.files import check_writable_target
+from testbed.inputs import read_text
 
 
 def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+    return read_text(path)
 
 
 @click.group("traces")
@@ -53,12 +49,10 @@ def import_fta_cmd(event_trace, output, platform_id) -> None:
     (written atomically: a failed import leaves no file behind)."""
     from testbed.traces import import_fta_event_trace, write_trace
 
+    check_writable_target(output, field="-o")
     rows = import_fta_event_trace(_read(event_trace), source=event_trace,
                                   platform_id=platform_id)
-    out = Path(output)
-    if not out.parent.exists():
-        raise InputError("parent folder does not exist", source=output)
-    write_trace(rows, out)
+    write_trace(rows, check_writable_target(output, field="-o"), field="-o")
     click.echo(f"wrote {len(rows)} failures to {output}")
 
 

@@ -30,7 +30,7 @@ from testbed.sweep.points import Point, canonical_json, point_seed, scenario_has
 REPO = Path(__file__).resolve().parents[2]
 #: Source files whose content decides simulated results (part of the code version).
 _CODE_GLOBS = ("simulators/*.py", "testbed/resilience/*.py", "testbed/scenario.py",
-               "testbed/oracle/*.py", "testbed/systems.py", "testbed/sweep/*.py",
+               "testbed/oracle/*.py", "testbed/systems.py", "testbed/sweep/*.py", "testbed/ckpt_formats.py",
                "testbed/resolve.py", "testbed/outcomes.py", "testbed/stats.py")
 
 

@@ -1,4 +1,4 @@
-"""The checkpoint-format study's numbers follow from testbed.sweep.formats.
+"""The checkpoint-format study's numbers follow from testbed.ckpt_formats.
 
 The scenario files carry state sizes and write/read times; they must be exactly
 what the format model computes for the model, formats and ABCI storage the files
@@ -11,7 +11,7 @@ import pytest
 
 from testbed.oracle.state import state_bytes
 from testbed.scenario import load_scenario
-from testbed.sweep.formats import FORMATS, format_bytes, write_read_s
+from testbed.ckpt_formats import FORMATS, checkpoint_file_bytes, write_read_s
 from testbed.systems import load_system
 from tests.whatif.conftest import REPO
 
@@ -23,7 +23,7 @@ FILES = {"pytorch": "pytorch-dcp", "tensorflow": "tensorflow", "chainer": "chain
 def test_format_scenarios_match_the_model(name):
     sc = load_scenario(REPO / "scenarios" / f"ckpt-format-{name}.yaml")
     fmt = FILES[name]
-    nbytes = format_bytes(fmt, PARAMETERS, TENSORS, "adam", "fp32")
+    nbytes = checkpoint_file_bytes(fmt, PARAMETERS, TENSORS, "adam", "fp32")
     storage = load_system("abci-v100").storage
     write_s, read_s = write_read_s(fmt, nbytes, NODES, storage.pfs_write_bandwidth_Bps,
                                    storage.pfs_read_bandwidth_Bps,
@@ -36,7 +36,7 @@ def test_format_scenarios_match_the_model(name):
 
 def test_payload_dominates_and_writers_decide():
     payload = state_bytes(PARAMETERS, "adam", "fp32")
-    sizes = {f: format_bytes(f, PARAMETERS, TENSORS) for f in FORMATS}
+    sizes = {f: checkpoint_file_bytes(f, PARAMETERS, TENSORS) for f in FORMATS}
     for size in sizes.values():
         assert 0 < size - payload < 1e-4 * payload       # container overhead is tiny
     sharded = write_read_s("pytorch-dcp", sizes["pytorch-dcp"], NODES, 28e9, 50e9, 12.5e9)

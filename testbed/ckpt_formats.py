@@ -53,7 +53,7 @@ FORMATS = {
 }
 
 
-def format_bytes(fmt: str, parameters: int, tensors: int, optimizer: str = "adam",
+def checkpoint_file_bytes(fmt: str, parameters: int, tensors: int, optimizer: str = "adam",
                  precision: str = "fp32") -> int:
     """Bytes of one checkpoint: payload plus per-tensor and fixed overheads."""
     f = FORMATS[fmt]
