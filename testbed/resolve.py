@@ -414,7 +414,7 @@ def refuse_runaway(sc: Scenario, plan: JobPlan, mtbf_s: float, restart_s: float,
     reps = sc.simulation.replications
     if n > limits.max_failures or wall_s > limits.max_simulated_s or n * reps > MAX_TOTAL_FAILURES:
         from testbed.units import format_duration
-        years = "more than 10^300" if not math.isfinite(wall_s) else format_duration(wall_s)
+        years = "more than 10^300 years" if not math.isfinite(wall_s) else format_duration(wall_s)
         where = ("checkpoint" if plan.levels or sc.checkpoint.policy != "none"
                  else "checkpoint.policy")
         raise RunawayError(

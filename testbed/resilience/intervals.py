@@ -59,8 +59,10 @@ def segment_expected_s(length_s: float, restart_s: float, mtbf_s: float) -> floa
     """Expected time to get through ``length_s`` of uninterrupted time with restarts.
 
     With exponential failures of mean M and a restart of R after each (itself
-    interruptible): M·e^{R/M}·(e^{L/M} − 1).
+    interruptible): M·e^{R/M}·(e^{L/M} − 1); infinite where that overflows a float.
     """
+    if (restart_s + length_s) / mtbf_s > 700.0:
+        return math.inf
     return mtbf_s * math.exp(restart_s / mtbf_s) * math.expm1(length_s / mtbf_s)
 
 
