@@ -32,10 +32,21 @@ CORRUPTION_DETECTED = "corruption_detected"  # a damaged checkpoint was found an
 MAINTENANCE = "maintenance"
 JOB_END = "job_end"
 
+# HPO schedules (simulators/hpo.py, testbed/sweep/hpo_run.py): trial, attempt, slots, epoch
+TRIAL_START = "trial_start"          # an attempt starts: node, slots, from_epoch, to_epoch
+TRIAL_RESULT = "trial_result"        # a trial reported a value after an epoch (real runs)
+TRIAL_END = "trial_end"              # an attempt reached its target epoch: value, status
+TRIAL_FAILED = "trial_failed"        # the attempt died: epoch, resume_epoch, lost_s, cause
+TRIAL_PREEMPTED = "trial_preempted"  # its node went down: resumes, uses no retry
+TRIAL_CANCELLED = "trial_cancelled"  # by the failure policy (never ran, or killed)
+NODE_UP = "node_up"                  # a failed node is back
+HPO_EVENT_KINDS = (TRIAL_START, TRIAL_RESULT, TRIAL_END, TRIAL_FAILED, TRIAL_PREEMPTED,
+                   TRIAL_CANCELLED, NODE_UP)
+
 EVENT_KINDS = (
     JOB_START, STEPS, CHECKPOINT_BEGIN, CHECKPOINT_COMMIT, CHECKPOINT_ABORT, FAILURE,
     RESTART_BEGIN, WAIT, LOAD, RESTART_END, CORRUPTION_DETECTED, MAINTENANCE, JOB_END,
-)
+) + HPO_EVENT_KINDS
 
 
 def encode_event(t_s: float, event: str, **fields: Any) -> str:

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from testbed.errors import InputError, ScenarioError
+from testbed.hpo.spec import HpoSpec
 from testbed.inputs import load_yaml
 from testbed.resilience.spec import DEFAULT_MAX_FAILURES, DEFAULT_MAX_SIMULATED_S
 from testbed.schema import Strict, line_for, validate
@@ -310,6 +311,7 @@ class Scenario(Strict):
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
     storage: Storage | None = None
     simulation: Simulation = Field(default_factory=Simulation)
+    hpo: HpoSpec | None = None
     #: the file the scenario came from (set by :func:`load_scenario`), for error messages
     source: str | None = None
     #: key path → line number in the source file

@@ -1,0 +1,238 @@
+"""A scenario's ``hpo:`` section resolved into a frozen plan the engines run.
+
+:func:`build_plan` checks what the schema alone cannot (a trial needing more GPUs,
+cores or memory than a node has; an injection naming a node that does not exist),
+reads the cost table or trace and the objective table through the input boundary,
+and draws the grid or random configurations. Errors name the scenario's file, line
+and key (``hpo.trial_resources.gpus``).
+
+The real driver builds the same plan with ``slots=W``: one node with ``W`` GPU slots
+(its W workers), so that a trial needing more than W GPUs is refused the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testbed.errors import ScenarioError
+from testbed.hpo.cluster import Shape
+from testbed.hpo.cost import ConstantCost, MeasuredCost, OracleEpochCost, TableCost
+from testbed.hpo.objective import SyntheticObjective, TableObjective
+from testbed.hpo.space import grid, random_configs
+from testbed.hpo.spec import HpoSpec
+from testbed.hpo.timing import Attempt, TrialCost
+from testbed.inputs import read_csv
+from testbed.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class NodeInjection:
+    """A node failure at ``t_s`` (absolute), away for ``repair_s``."""
+
+    t_s: float
+    node: int
+    repair_s: float
+
+
+@dataclass(frozen=True)
+class HpoPlan:
+    """Everything an engine needs to run the sweep (see :mod:`testbed.hpo.spec`)."""
+
+    name: str
+    source: str | None
+    spec: HpoSpec
+    nodes: int
+    gpus_per_node: int
+    cores_per_node: int | None
+    memory_per_node_bytes: int | None
+    seed: int
+    configs: tuple[dict[str, Any], ...] | None       # grid / random, known up front
+    cost: Any = field(repr=False)                     # .epoch_times(index, config, gpus)
+    objective: Any = field(repr=False)                # .value(index, config, epoch)
+    node_injections: tuple[NodeInjection, ...] = ()
+    node_repair_s: float = 0.0
+    node_failures: Any = field(default=None, repr=False)   # FailureModel (application)
+    startup_overrides: Mapping[tuple[int, int], float] = field(default_factory=dict,
+                                                                repr=False)
+    #: real runs: every trial holds at least one worker slot, even with ``gpus: 0``
+    min_trial_gpus: int = 0
+    _trial_costs: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ per trial
+
+    @property
+    def slots(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def multi_fidelity(self) -> bool:
+        return self.spec.scheduler in ("asha", "hyperband")
+
+    def trial_epochs(self, config: Mapping[str, Any]) -> int:
+        """The full budget of a trial (its ``epochs``, or the top rung)."""
+        if self.multi_fidelity:
+            return self.spec.max_epochs
+        return int(config.get("epochs", self.spec.epochs))
+
+    def trial_shape(self, config: Mapping[str, Any]) -> Shape:
+        r = self.spec.trial_resources
+        return Shape(max(int(config.get("gpus", r.gpus)), self.min_trial_gpus), r.cores,
+                     r.memory)
+
+    @property
+    def fewest_gpus(self) -> int:
+        """The fewest GPUs any trial of the sweep holds."""
+        gpus = [self.spec.trial_resources.gpus]
+        if isinstance(self.spec.space.get("gpus"), list):
+            gpus += list(self.spec.space["gpus"])
+        if self.configs is not None and "gpus" in (self.configs[0] if self.configs else {}):
+            gpus += [int(c.get("gpus", gpus[0])) for c in self.configs]
+        return max(min(gpus), self.min_trial_gpus)
+
+    def trial_cost(self, index: int, config: Mapping[str, Any]) -> TrialCost:
+        """The :class:`TrialCost` of trial ``index`` (shared between equal costs)."""
+        s = self.spec
+        per = self.cost.epoch_times(index, config, self.trial_shape(config).gpus)
+        key = per if isinstance(per, tuple) else float(per)
+        got = self._trial_costs.get(key)
+        if got is None:
+            got = TrialCost.make(key, s.startup_time, s.restore_time, s.checkpoint_time)
+            self._trial_costs[key] = got
+        return got
+
+    def full_duration_s(self, index: int, config: Mapping[str, Any]) -> float:
+        """Failure-free seconds of the whole trial in one attempt (longest_first's key)."""
+        top = self.trial_epochs(config)
+        return Attempt(self.trial_cost(index, config), 0, top, top,
+                       self.spec.checkpoint_every_epochs).duration_s
+
+
+# ---------------------------------------------------------------------- building
+
+def _relative(sc: Scenario, path: str) -> Path:
+    p = Path(path)
+    if not p.is_absolute() and sc.source and not sc.source.startswith("<"):
+        p = Path(sc.source).parent / p
+    return p
+
+
+def _csv_rows(sc: Scenario, path: str, field: str, required: tuple[str, ...]) -> list[dict]:
+    rows = read_csv(_relative(sc, path), field=field, required=required)
+    return [dict(row) for _, row in rows]
+
+
+def _cost(sc: Scenario, spec: HpoSpec):
+    if spec.epoch_time is not None:
+        return ConstantCost(spec.epoch_time)
+    c = spec.cost
+    if c.oracle is not None:
+        return OracleEpochCost(c.oracle, source=sc.source, field="hpo.cost.oracle")
+    if c.trace is not None:
+        from testbed.hpo.trace import measured_epochs
+        from testbed.inputs import read_jsonl
+        records = read_jsonl(_relative(sc, c.trace), field="hpo.cost.trace")
+        return MeasuredCost(measured_epochs(records, source=c.trace))
+    if isinstance(c.table, str):
+        rows = _csv_rows(sc, c.table, "hpo.cost.table", ("epoch_time_s",))
+        for row in rows:
+            for k, v in row.items():
+                row[k] = _number(v)
+        return TableCost.from_rows(rows, source=c.table, field="hpo.cost.table",
+                                   key="epoch_time_s")
+    return TableCost.from_rows(c.table, source=sc.source, field="hpo.cost.table")
+
+
+def _number(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _objective(sc: Scenario, spec: HpoSpec, seed: int):
+    obj = spec.objective
+    if obj == "synthetic":
+        return SyntheticObjective(spec.space, seed, spec.metric.mode)
+    if isinstance(obj, str):
+        rows = _csv_rows(sc, obj, "hpo.objective", ("trial", "epoch", "value"))
+        return TableObjective(rows, source=obj, field="hpo.objective")
+    return TableObjective(obj, source=sc.source, field="hpo.objective")
+
+
+def _check_fit(sc: Scenario, spec: HpoSpec, gpus_per_node: int, what: str) -> None:
+    r = spec.trial_resources
+    need = [("hpo.trial_resources.gpus", r.gpus)]
+    if isinstance(spec.space.get("gpus"), list):
+        need += [("hpo.space.gpus", g) for g in spec.space["gpus"]]
+    for key, gpus in need:
+        if gpus > gpus_per_node:
+            raise sc.error(f"a trial needs {gpus} GPU(s) but {what} has only "
+                           f"{gpus_per_node}; a trial runs on one node", key)
+    nr = spec.node_resources
+    if nr.cores is not None and r.cores > nr.cores:
+        raise sc.error(f"a trial needs {r.cores} cores but a node has only {nr.cores}",
+                       "hpo.trial_resources.cores")
+    if nr.memory is not None and r.memory > nr.memory:
+        raise sc.error(f"a trial needs {r.memory} bytes of memory but a node has only "
+                       f"{nr.memory}", "hpo.trial_resources.memory")
+
+
+def build_plan(sc: Scenario, *, seed: int | None = None, slots: int | None = None,
+               node_failures: Any = None) -> HpoPlan:
+    """Resolve ``sc.hpo`` (see the module docstring)."""
+    spec = sc.hpo
+    if spec is None:
+        raise ScenarioError("the scenario has no 'hpo' section", source=sc.source, field="hpo")
+    if slots is not None:
+        nodes, gpn, what = 1, slots, f"the pool of {slots} worker(s)"
+    else:
+        nodes = sc.cluster.nodes or 1
+        gpn = sc.cluster.gpus_per_node
+        if gpn is None:
+            if spec.trial_resources.gpus > 0 or "gpus" in spec.space:
+                raise sc.error("the trials use GPUs: give cluster.gpus_per_node",
+                               "cluster.gpus_per_node")
+            gpn = 0
+        what = "a node"
+    _check_fit(sc, spec, gpn, what)
+    seed = spec.seed if seed is None and spec.seed is not None else seed
+    seed = sc.simulation.seed if seed is None else seed
+    node_inj = []
+    for i, inj in enumerate(spec.inject_failures):
+        if inj.node is None:
+            continue
+        if inj.node >= nodes:
+            raise sc.error(f"there is no node {inj.node}: the cluster has {nodes} node(s), "
+                           f"numbered 0 to {nodes - 1}", f"hpo.inject_failures[{i}].node")
+        repair = inj.repair if inj.repair is not None else _repair(sc, spec)
+        node_inj.append(NodeInjection(inj.at, inj.node, repair))
+    configs = None
+    if spec.search == "grid":
+        configs = tuple(grid(spec.space, spec.planned_trials))
+    elif spec.search == "random":
+        configs = tuple(random_configs(spec.space, spec.n_trials, seed))
+    plan = HpoPlan(
+        name=sc.name, source=sc.source, spec=spec, nodes=nodes, gpus_per_node=gpn,
+        cores_per_node=spec.node_resources.cores,
+        memory_per_node_bytes=spec.node_resources.memory, seed=seed, configs=configs,
+        cost=_cost(sc, spec), objective=_objective(sc, spec, seed),
+        node_injections=tuple(sorted(node_inj, key=lambda n: (n.t_s, n.node))),
+        node_repair_s=_repair(sc, spec), node_failures=node_failures,
+        min_trial_gpus=1 if slots is not None else 0)
+    if configs is not None:      # every trial's cost is known: fail now, not mid-run
+        for i, cfg in enumerate(configs):
+            plan.trial_cost(i, cfg)
+    return plan
+
+
+def _repair(sc: Scenario, spec: HpoSpec) -> float:
+    if spec.failures.repair is not None:
+        return spec.failures.repair
+    return sc.cluster.repair
