@@ -25,10 +25,7 @@ Nothing is fitted to runs beyond the CSV; ``holdout`` reports how well a fit on
 
 from __future__ import annotations
 
-import csv
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +34,10 @@ import yaml
 from scipy.optimize import minimize_scalar
 
 from testbed.errors import ScenarioError
+from testbed.files import write_text
+from testbed.inputs import read_csv, read_text
 from testbed.oracle import Request, estimate, resolve_model
+from testbed.oracle.compute import TRAINING_FLOPS_PER_FORWARD
 from testbed.systems import (
     Calibration,
     ModelCalibration,
@@ -46,6 +46,8 @@ from testbed.systems import (
 )
 from testbed.units import parse_shape
 
+#: The ABCI/ParaDL runs trained in fp32 (ChainerMN, January 2020).
+MEASURED_PRECISION = "fp32"
 MARKER = "# --- calibration: written by `testbed calibrate`; edit the data, not this block ---"
 REQUIRED = ("model", "strategy", "gpus", "gpus_per_group", "samples_per_gpu", "global_batch",
             "input_sample_shape", "s_per_iter_median")
@@ -65,36 +67,31 @@ class Measurement:
     source: str = ""
 
 
-def read_measurements(path: str | Path) -> list[Measurement]:
-    """Read the calibration CSV; errors name the file, line and column."""
-    p = Path(path)
+def _measurement(row: dict[str, str], source: str, line: int) -> Measurement:
     try:
-        handle = p.open(newline="")
-    except OSError as exc:
-        raise ScenarioError(f"cannot read measurements: {exc.strerror}", source=str(p)) from None
-    rows: list[Measurement] = []
-    with handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ScenarioError(f"missing column(s) {', '.join(missing)}", source=str(p), line=1)
-        for line_no, row in enumerate(reader, start=2):
-            try:
-                m = Measurement(
-                    model=row["model"].strip(), strategy=row["strategy"].strip(),
-                    gpus=int(row["gpus"]), group_size=int(row["gpus_per_group"]),
-                    global_batch=int(row["global_batch"]),
-                    input_shape=parse_shape(row["input_sample_shape"], source=str(p),
-                                            field="input_sample_shape"),
-                    s_per_iter=float(row["s_per_iter_median"]), source=row.get("source", ""))
-            except (TypeError, ValueError) as exc:
-                raise ScenarioError(f"malformed row: {exc}", source=str(p), line=line_no) from None
-            if m.gpus <= 0 or m.global_batch <= 0 or not m.s_per_iter > 0:
-                raise ScenarioError("gpus, global_batch and s_per_iter_median must be positive",
-                                    source=str(p), line=line_no)
-            rows.append(m)
+        m = Measurement(
+            model=row["model"].strip(), strategy=row["strategy"].strip(),
+            gpus=int(row["gpus"]), group_size=int(row["gpus_per_group"]),
+            global_batch=int(row["global_batch"]),
+            input_shape=parse_shape(row["input_sample_shape"], source=source,
+                                    field="input_sample_shape"),
+            s_per_iter=float(row["s_per_iter_median"]), source=row.get("source", ""))
+    except (TypeError, ValueError) as exc:
+        raise ScenarioError(f"malformed row: {exc}", source=source, line=line) from None
+    if m.gpus <= 0 or m.global_batch <= 0 or not (math.isfinite(m.s_per_iter) and m.s_per_iter > 0):
+        raise ScenarioError("gpus, global_batch and s_per_iter_median must be positive",
+                            source=source, line=line)
+    return m
+
+
+def read_measurements(path: str | Path) -> list[Measurement]:
+    """Read the calibration CSV (through :mod:`testbed.inputs`); errors name the file,
+    line and column."""
+    source = str(path)
+    rows = [_measurement(row, source, line)
+            for line, row in read_csv(path, source=source, required=REQUIRED)]
     if not rows:
-        raise ScenarioError("no measurements", source=str(p))
+        raise ScenarioError("no measurements", source=source)
     return rows
 
 
@@ -112,7 +109,7 @@ def accuracy(pred: float, meas: float) -> float:
     return min(pred, meas) / max(pred, meas)
 
 
-def _with(system: SystemProfile, calibration: Calibration) -> SystemProfile:
+def _with(system: SystemProfile, calibration: Calibration | None) -> SystemProfile:
     return system.model_copy(update={"calibration": calibration})
 
 
@@ -136,6 +133,7 @@ def fit(measurements: list[Measurement], system: SystemProfile, source: str = ""
         ref = min(single, key=lambda m: m.s_per_iter / m.global_batch)
         model = resolve_model(name, ref.input_shape)
         mc = ModelCalibration(s_per_sample=ref.s_per_iter / ref.global_batch,
+                              batch=ref.global_batch, precision=MEASURED_PRECISION,
                               input_shape="x".join(map(str, ref.input_shape)),
                               forward_flops=float(model.forward_flops))
         data_rows = [m for m in rows if m.strategy == "data" and m.gpus > 1]
@@ -162,12 +160,22 @@ def fit(measurements: list[Measurement], system: SystemProfile, source: str = ""
 
 def _median_compute_efficiency(models: dict[str, ModelCalibration],
                                system: SystemProfile) -> dict[str, float]:
-    """Achieved / peak fp32 FLOP rate of the measured models (3 × forward FLOPs per
-    sample), median: what a model without its own measurement can expect here."""
-    peak = system.gpu.peak_flops("fp32")
-    rates = [3.0 * m.forward_flops / m.s_per_sample / peak
-             for m in models.values() if m.forward_flops]
-    return {"fp32": round(float(np.median(rates)), 4)} if rates else {}
+    """Achieved / peak fp32 FLOP rate at large batch of the measured models (training
+    FLOPs over the per-sample time the compute curve infers from each measurement),
+    median: what a model without its own measurement can expect here."""
+    peak = system.gpu.peak_flops(MEASURED_PRECISION)
+    rates = []
+    for name, mc in sorted(models.items()):
+        if not mc.forward_flops:
+            continue
+        shape = parse_shape(mc.input_shape) if mc.input_shape else None
+        est = estimate(Request(model=resolve_model(name, shape),
+                               system=_with(system, Calibration(models={name: mc})),
+                               strategy="serial", gpus=1, global_batch=mc.batch or 1,
+                               precision=MEASURED_PRECISION))
+        s_inf = est.compute_model["s_per_sample"]
+        rates.append(TRAINING_FLOPS_PER_FORWARD * mc.forward_flops / s_inf / peak)
+    return {MEASURED_PRECISION: round(float(np.median(rates)), 4)} if rates else {}
 
 
 def _median_dict(tables: list[dict[str, float]]) -> dict[str, float]:
@@ -210,15 +218,17 @@ def _fit_efficiency(rows, system, name, mc, eff, names) -> float:
 
 
 def _fit_strategy(rows, system, name, mc) -> StrategyCalibration:
-    """Fit ``T = k·C + R + o`` (C: ideal compute, R: modelled communication and I/O)."""
+    """Fit ``T = k·C + R + o`` (C: ideal compute that grows with the samples, R:
+    modelled communication and I/O; ``o`` takes the fixed per-step part)."""
     base = mc.model_copy(update={"strategies": {}})
     cs, rs, ts = [], [], []
     for m in rows:
         cal = Calibration(models={name: base})
         est = estimate(request_for(m, _with(system, cal)))
-        if not est.feasible and est.time_per_iteration_s is None:
+        if est.time_per_iteration_s is None or est.compute_s is None:
             continue
-        cs.append(est.compute_s)
+        fixed = est.compute_model.get("fixed_s", 0.0)
+        cs.append(est.compute_s - fixed)      # the work that grows with the samples
         rs.append(est.time_per_iteration_s - est.compute_s)
         ts.append(m.s_per_iter)
     if not cs:
@@ -279,7 +289,7 @@ def write_calibration(profile_path: str | Path, calibration: Calibration) -> Non
     """Replace the calibration block at the end of a profile YAML, atomically; the
     hand-written part above the marker (with its comments) is kept as it is."""
     path = Path(profile_path)
-    text = path.read_text()
+    text = read_text(path)
     head = text.split(MARKER)[0].rstrip("\n")
     data = yaml.safe_load(head) or {}
     if "calibration" in data:
@@ -287,14 +297,4 @@ def write_calibration(profile_path: str | Path, calibration: Calibration) -> Non
                             source=str(path), field="calibration")
     block = yaml.safe_dump({"calibration": calibration.model_dump(mode="json")},
                            sort_keys=False, default_flow_style=False, width=100)
-    new = f"{head}\n{MARKER}\n{block}"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(new)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(path, f"{head}\n{MARKER}\n{block}")

@@ -14,6 +14,7 @@ covers it.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -27,8 +28,18 @@ from testbed.schema import validate
 from testbed.units import did_you_mean
 
 
+class CurvePoint(_Strict):
+    """Achieved compute rate of one precision on one model family, as a curve over the
+    per-GPU batch: ``efficiency`` of the peak at large batch, reached half-way at
+    ``half_batch`` samples per GPU (kernels too small to fill the GPU below it)."""
+
+    efficiency: float = Field(gt=0, le=1, description="achieved / peak at large per-GPU batch")
+    half_batch: float = Field(default=0.0, ge=0,
+                              description="per-GPU samples at which half of it is reached")
+
+
 class GpuSpec(_Strict):
-    """One accelerator: peak throughput by precision and memory."""
+    """One accelerator: peak throughput by precision, achieved compute as data, memory."""
 
     model: str
     memory_GiB: float = Field(gt=0)
@@ -40,6 +51,19 @@ class GpuSpec(_Strict):
         description="achieved / peak FLOP rate for FLOP-based compute estimates")
     reserved_GiB: float = Field(default=0.0, ge=0,
                                 description="memory taken by the runtime (CUDA context, allocator)")
+    training_precision: str = Field(default="fp32",
+                                    description="the precision people train in on this GPU")
+    compute_curves: dict[str, dict[str, CurvePoint]] = Field(
+        default_factory=dict,
+        description="model family (or 'default') -> precision -> efficiency curve")
+    launch_us_per_layer: float = Field(
+        default=0.0, ge=0,
+        description="CPU time to launch one layer's kernels for one training step (µs): "
+                    "a step is never shorter than layers × this")
+    memory_bandwidth_GBps: float | None = Field(
+        default=None, gt=0, description="HBM bandwidth: the optimizer step streams the state")
+    host_link_GBps: float | None = Field(
+        default=None, gt=0, description="device-to-host copy bandwidth (PCIe/C2C), 10^9 B/s")
 
     @property
     def memory_bytes(self) -> int:
@@ -56,6 +80,21 @@ class GpuSpec(_Strict):
 
     def efficiency(self, precision: str) -> float:
         return self.compute_efficiency.get(precision, self.compute_efficiency.get("default", 0.4))
+
+    def curve(self, precision: str, family: str = "default") -> CurvePoint:
+        """The efficiency curve of ``precision`` for a model family: the family's own,
+        else the profile's default family, else the flat ``compute_efficiency``."""
+        for key in (family, "default"):
+            table = self.compute_curves.get(key, {})
+            if precision in table:
+                return table[precision]
+            if precision == "tf32" and "fp32" in table and "tf32" not in self.peak_TFLOPS:
+                return table["fp32"]
+        return CurvePoint(efficiency=min(1.0, self.efficiency(precision)))
+
+    def sustained_flops(self, precision: str, family: str = "default") -> float:
+        """Achieved FLOP/s at large batch: peak × the curve's efficiency."""
+        return self.peak_flops(precision) * self.curve(precision, family).efficiency
 
 
 class NodeSpec(_Strict):
@@ -92,24 +131,54 @@ class HaloChannel(_Strict):
     bandwidth_GBps: float = Field(gt=0)
 
 
+#: Collective algorithms and the library version that introduced each (NCCL release
+#: notes: double binary trees in 2.4, NVLink SHARP "NVLS" in 2.17).
+ALGORITHM_SINCE = {"ring": (2, 0), "tree": (2, 4), "nvls": (2, 17)}
+_LIBRARY = re.compile(r"^(nccl|rccl)-(\d+)\.(\d+)$|^(mpi|gloo)$")
+
+
 class NetworkSpec(_Strict):
+    """Network tiers innermost first, the NICs that leave a node, and the collective
+    library that decides which algorithms run."""
+
     tiers: tuple[Tier, ...] = Field(min_length=1)
     halo: HaloChannel | None = None
-    allreduce_algorithms: tuple[Literal["ring", "tree"], ...] = ("ring", "tree")
+    allreduce_algorithms: tuple[Literal["ring", "tree", "nvls"], ...] | None = Field(
+        default=None, description="restrict the library's algorithms (default: all it has)")
+    library: str = Field(default="nccl-2.18",
+                         description="collective library and version, e.g. nccl-2.3, mpi")
+    nics_per_node: int | None = Field(
+        default=None, gt=0, description="NICs (rails) per node; NCCL runs a ring per NIC")
+    nic_GBps: float | None = Field(
+        default=None, gt=0, description="one NIC, one direction (default: the first tier "
+                                        "beyond the node)")
+    nvls: bool = Field(default=False, description="NVSwitch in-network reduction (NVLink SHARP)")
+    nvls_efficiency: float = Field(
+        default=0.61, gt=0, le=1,
+        description="NVLS all-reduce algorithm bandwidth / NVLink line rate")
 
     @model_validator(mode="after")
     def _ordered(self) -> NetworkSpec:
         spans = [t.span_gpus for t in self.tiers]
         if spans != sorted(spans) or len(set(spans)) != len(spans):
             raise ValueError("tiers must be listed innermost first with growing span_gpus")
+        if not _LIBRARY.match(self.library):
+            raise ValueError(f"library {self.library!r}: expected nccl-MAJOR.MINOR, "
+                             f"rccl-MAJOR.MINOR, mpi or gloo")
         return self
 
-    def tier_for(self, span_gpus: int) -> Tier:
-        """The smallest tier covering ``span_gpus`` consecutive GPUs (the outermost if none)."""
-        for tier in self.tiers:
-            if span_gpus <= tier.span_gpus:
-                return tier
-        return self.tiers[-1]
+    def algorithms(self) -> tuple[str, ...]:
+        """All-reduce algorithms the library offers here (rings only for MPI and gloo,
+        and for NCCL before 2.4), narrowed by ``allreduce_algorithms``."""
+        match = _LIBRARY.match(self.library)
+        offered: tuple[str, ...] = ("ring",)
+        if match and match.group(1):
+            version = (int(match.group(2)), int(match.group(3)))
+            offered = tuple(a for a, since in ALGORITHM_SINCE.items() if version >= since
+                            and (a != "nvls" or self.nvls))
+        if self.allreduce_algorithms is not None:
+            offered = tuple(a for a in offered if a in self.allreduce_algorithms)
+        return offered or ("ring",)
 
     @property
     def max_gpus(self) -> int:
@@ -117,12 +186,27 @@ class NetworkSpec(_Strict):
 
 
 class StorageSpec(_Strict):
+    """File systems a job reads its inputs from and writes checkpoints to, with the
+    per-file and per-byte costs of a checkpoint (see :mod:`testbed.resilience.ckpt_cost`)."""
+
     pfs_read_bandwidth_GBps: float = Field(gt=0)
     pfs_write_bandwidth_GBps: float = Field(gt=0)
     pfs_per_node_GBps: float = Field(gt=0, description="one node's share cap towards the PFS")
     node_local_read_bandwidth_GBps: float | None = Field(default=None, gt=0)
     node_local_write_bandwidth_GBps: float | None = Field(default=None, gt=0)
     node_local_capacity_GiB: float | None = Field(default=None, gt=0)
+    pfs_job_share: float = Field(
+        default=1.0, gt=0, le=1,
+        description="fraction of the PFS aggregate one job gets on a shared machine")
+    pfs_file_create_ms: float = Field(
+        default=5.0, ge=0, description="open/create of one file (metadata service)")
+    fsync_ms: float = Field(default=10.0, ge=0,
+                            description="fixed cost of one fsync after the data is written")
+    serialize_GBps: float = Field(
+        default=1.0, gt=0, description="framework serialisation throughput of one writer")
+    burst_buffer_write_GBps: float | None = Field(
+        default=None, gt=0, description="burst-buffer aggregate write bandwidth")
+    burst_buffer_read_GBps: float | None = Field(default=None, gt=0)
 
     @property
     def pfs_read_bandwidth_Bps(self) -> float:
@@ -162,6 +246,9 @@ class ModelCalibration(_Strict):
     forward_flops: float | None = Field(default=None, gt=0,
                                         description="per-sample forward FLOPs at input_shape; "
                                                     "other input sizes scale by FLOPs")
+    batch: int | None = Field(default=None, gt=0,
+                              description="per-GPU batch of the measurement (for the curve)")
+    precision: str = Field(default="fp32", description="precision the model was measured in")
     network_efficiency: dict[str, float] = Field(default_factory=dict,
                                                  description="tier name -> efficiency")
     strategies: dict[str, StrategyCalibration] = Field(default_factory=dict)

@@ -10,13 +10,24 @@ from testbed.systems import load_system, profile_path
 
 
 @click.command("calibrate")
-@click.argument("measurements", type=click.Path(dir_okay=False))
-@click.option("--system", required=True, help="Profile to calibrate (name or YAML path).")
+@click.argument("measurements", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--system", help="Profile to calibrate (name or YAML path).")
+@click.option("--base", help="Records form: the profile to start from (testbed.cli.records).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Records form: the calibrated profile to write.")
+@click.option("--force", is_flag=True, help="Records form: accept another machine's records.")
 @click.option("--dry-run", is_flag=True, help="Fit and report, do not write the profile.")
 @click.option("--json", "as_json", is_flag=True)
-def calibrate_cmd(measurements, system, dry_run, as_json) -> None:
+def calibrate_cmd(measurements, system, base, output, force, dry_run, as_json) -> None:
     """Fit compute times, network efficiencies and strategy factors from a CSV of
-    measured seconds per iteration, and write them into the profile's calibration block."""
+    measured seconds per iteration, and write them into the profile's calibration block;
+    or, given record files (.jsonl) with --base and -o, write a calibrated profile."""
+    if base or output or force or any(str(m).endswith(".jsonl") for m in measurements):
+        from testbed.cli.records import calibrate_records
+        return calibrate_records(measurements, base or system, output, force, dry_run, as_json)
+    if len(measurements) != 1 or not system:
+        raise InputError("give one CSV and --system NAME (or record files with --base and -o)")
+    measurements = measurements[0]
     from pathlib import Path
 
     from testbed.calibrate import calibrate, write_calibration

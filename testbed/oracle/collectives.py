@@ -1,32 +1,65 @@
-"""Alpha-beta cost models of the collectives that parallel training uses.
+"""Cost models of the collectives that parallel training uses, NCCL-style.
 
-A :class:`Fabric` is the network seen by one prediction: per-tier latency ``alpha_s``
-and achieved bandwidth. Participants are ``n`` ranks placed ``stride`` GPUs apart on
-consecutive GPUs (nodes filled first), so a collective spans ``(n-1)*stride+1`` GPUs
-and runs on the smallest tier that covers that span; its bandwidth is the tier's
-(the slowest link a ring or tree must cross).
+A :class:`Fabric` is the network seen by one prediction. Participants are ``n`` ranks
+placed ``stride`` GPUs apart on consecutive GPUs (nodes filled first): ``r`` ranks per
+node on ``N`` nodes. Every algorithm's time is affine in the message size S
+(``latency + S · seconds_per_byte``), so the cheapest one — what NCCL's tuner picks —
+is chosen per size, and trees win small messages while rings win large ones.
 
-Formulas (m = bytes per rank, β = 1/bandwidth):
+Bandwidths (B, one direction, calibrated efficiencies applied):
 
-* ring all-reduce: ``2(n-1)(α + m/n·β)`` (reduce-scatter then all-gather, one chunk
-  per step; Thakur et al. 2005, as in ParaDL);
-* tree all-reduce (NCCL's double binary tree, pipelined): ``2(⌈log2 N⌉·α_out +
-  (r-1)·α_in) + 2m·β'`` over N nodes with r ranks each, where β' includes the uplink
-  oversubscription when the tree spans more than one rack — trees send across the whole
-  machine at once, rings cross a rack boundary on only a couple of links;
-* NCCL chooses the algorithm by comparing its own predicted times; we do the same;
-* all-gather / reduce-scatter (ring): ``(n-1)(α + m/n·β)`` with m the gathered size;
-* point-to-point: ``α + m·β``; halo exchange: two neighbours per split dimension.
+* inside a node: the first tier (NVLink/NVSwitch) per GPU;
+* leaving a node: one ring (channel) per NIC, so a node injects
+  ``NICs used × NIC rate`` (Jeaugey, "NCCL 2.0", GTC 2017; NVIDIA/nccl#812 measures
+  192 GB/s all-reduce bus bandwidth on two DGX A100 with 8 × 200 Gb/s NICs).
+
+Algorithms (nccl-tests' definitions of S; α = per-step latency of the tier spanned):
+
+* ring all-reduce ``2(n−1)ᾱ + 2(n−1)/n · S/B_ring``, B_ring = min(B_intra, B_node)
+  (Thakur et al. 2005), ᾱ the mean hop latency along the ring (r − 1 NVLink hops and
+  one network hop per node); all-gather / reduce-scatter ``(n−1)α + (n−1)/n · S/B_ring``
+  with S the gathered size; broadcast (pipelined chain) ``(n−1)α + S/B_ring``;
+* tree all-reduce (double binary tree across nodes, chains inside; NCCL ≥ 2.4):
+  ``2(⌈log2 N⌉α_net + (r−1)α_intra) + S/B_tree``. Each node of a double binary tree
+  sends and receives 2S (S on two nodes) across the network and a chain moves 2S over
+  NVLink, so B_tree = TREE_DERATE · min(B_intra/2, B_node/k), k = 1 on two nodes else 2;
+* NVLS all-reduce inside one NVSwitch node (NCCL ≥ 2.17, ``nvls: true``):
+  ``2α_intra + S/B_nvls``, B_nvls = ``nvls_efficiency`` × NVLink line rate;
+* an oversubscribed tier slows only the traffic that crosses it: a rank-ordered ring
+  leaves each group of m nodes on one link, a tree on about two, so the taper is
+  ``max(1, o/m)`` (ring) and ``max(1, 2o/m)`` (tree) — smooth in m, not a step.
+
+ParaDL's rules (``links`` model) keep one ring at the spanned tier's bandwidth and its
+formulas exactly: ring all-reduce ``2(n−1)(α + S/n/B)``, all-gather
+``(n−1)(α + S/n/B)``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from testbed.systems import NetworkSpec
+
+#: NCCL's tuning model derates tree bus bandwidth to 0.92 of what the links allow
+#: (src/graph/tuning.cc, NCCL 2.4 – 2.18: ``busBw = min(busBw * .92, …)`` for trees).
+TREE_DERATE = 0.92
+#: Bus-bandwidth factor of each operation (nccl-tests doc/PERFORMANCE.md):
+#: busbw = algbw × factor(n).
+OPS = ("allreduce", "allgather", "reducescatter", "broadcast")
+
+
+def bus_factor(op: str, n: int) -> float:
+    """nccl-tests' bus-bandwidth factor: 2(n−1)/n all-reduce, (n−1)/n all-gather and
+    reduce-scatter, 1 broadcast."""
+    if op == "allreduce":
+        return 2 * (n - 1) / n
+    if op in ("allgather", "reducescatter"):
+        return (n - 1) / n
+    return 1.0
 
 
 @dataclass(frozen=True)
@@ -38,6 +71,7 @@ class Link:
     alpha_s: float
     bandwidth_Bps: float
     oversubscription: float = 1.0
+    efficiency: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +84,28 @@ class CollectiveCost:
 
 
 @dataclass(frozen=True)
+class Plan:
+    """One algorithm for one collective shape: ``time = latency_s + bytes × s_per_byte``."""
+
+    latency_s: float
+    s_per_byte: float
+    algorithm: str
+    tier: str
+
+    def time_s(self, nbytes: float) -> float:
+        return self.latency_s + nbytes * self.s_per_byte
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where ``n`` ranks ``stride`` GPUs apart land: ranks per node, nodes, span."""
+
+    ranks_per_node: int
+    nodes: int
+    span_gpus: int
+
+
+@dataclass(frozen=True)
 class Fabric:
     """The network of a system with calibrated efficiencies applied."""
 
@@ -57,22 +113,36 @@ class Fabric:
     gpus_per_node: int
     halo: Link | None = None
     algorithms: tuple[str, ...] = ("ring", "tree")
+    model: Literal["nccl", "links"] = "nccl"
+    nics_per_node: int = 1
+    nic_Bps: float = 0.0            # nominal; the spanned tier's efficiency applies
+    nvls_Bps: float | None = None
 
     @classmethod
     def from_spec(cls, spec: NetworkSpec, gpus_per_node: int,
-                  efficiency: dict[str, float] | None = None, nominal: bool = False) -> Fabric:
+                  efficiency: dict[str, float] | None = None, nominal: bool = False,
+                  algorithms: tuple[str, ...] | None = None,
+                  model: Literal["nccl", "links"] = "nccl") -> Fabric:
         """Build from a profile; ``efficiency`` maps tier names to calibrated factors
-        (``"*"`` applies to every tier); ``nominal`` ignores all efficiencies."""
+        (``"*"`` applies to every tier); ``nominal`` ignores all efficiencies;
+        ``algorithms`` overrides the library's; ``links`` is ParaDL's one-ring model."""
         efficiency = efficiency or {}
         links = []
         for tier in spec.tiers:
             eff = 1.0 if nominal else efficiency.get(tier.name, efficiency.get("*", tier.efficiency))
             links.append(Link(tier.name, tier.span_gpus, tier.alpha_s,
-                              tier.bandwidth_GBps * 1e9 * eff, tier.oversubscription))
+                              tier.bandwidth_GBps * 1e9 * eff, tier.oversubscription, eff))
         halo = None
         if spec.halo is not None:
             halo = Link("halo", 0, spec.halo.latency_us * 1e-6, spec.halo.bandwidth_GBps * 1e9)
-        return cls(tuple(links), gpus_per_node, halo, tuple(spec.allreduce_algorithms))
+        beyond = [t for t in spec.tiers if t.span_gpus > gpus_per_node]
+        nic_GBps = spec.nic_GBps or (beyond[0].bandwidth_GBps if beyond else
+                                     spec.tiers[-1].bandwidth_GBps)
+        nvls = None
+        if "nvls" in spec.algorithms():
+            nvls = spec.nvls_efficiency * spec.tiers[0].bandwidth_GBps * 1e9
+        return cls(tuple(links), gpus_per_node, halo, tuple(algorithms or spec.algorithms()),
+                   model, spec.nics_per_node or 1, nic_GBps * 1e9, nvls)
 
     def link_for(self, span_gpus: int) -> Link:
         for link in self.links:
@@ -84,108 +154,145 @@ class Fabric:
     def intra(self) -> Link:
         return self.links[0]
 
-    def _tree_bandwidth(self, span_gpus: int, link: Link) -> float:
-        """Achieved bandwidth of a machine-wide pattern: tapered by every
-        oversubscribed tier it has to cross."""
-        taper = 1.0
-        for other in self.links:
-            if other.oversubscription > 1.0 and span_gpus > self._below(other):
-                taper = max(taper, other.oversubscription)
-        return link.bandwidth_Bps / taper
-
-    def _below(self, link: Link) -> int:
-        idx = self.links.index(link)
-        return self.links[idx - 1].span_gpus if idx > 0 else 0
-
-    # -- collectives ------------------------------------------------------------------
     def span(self, n: int, stride: int = 1) -> int:
         return (n - 1) * stride + 1
 
-    def ring_allreduce(self, nbytes: float, n: int, stride: int = 1) -> CollectiveCost:
-        link = self.link_for(self.span(n, stride))
+    def placement(self, n: int, stride: int = 1) -> Placement:
+        per_node = max(1, min(n, self.gpus_per_node // max(stride, 1)))
+        return Placement(per_node, math.ceil(n / per_node), self.span(n, stride))
+
+    # -- bandwidths -------------------------------------------------------------------
+    def node_Bps(self, place: Placement) -> float:  # noqa: N802 - unit suffix
+        """Injection bandwidth of one node: the NICs its ranks can reach (one rail per
+        ``gpus_per_node / NICs`` GPUs), at the spanned tier's efficiency."""
+        nics = min(self.nics_per_node, max(1, math.ceil(
+            place.ranks_per_node * self.nics_per_node / self.gpus_per_node)))
+        return nics * self.nic_Bps * self.link_for(place.span_gpus).efficiency
+
+    def taper(self, place: Placement, edges_per_group: float) -> float:
+        """Slowdown from oversubscribed tiers for traffic leaving ``edges_per_group``
+        times a node's bandwidth per group of nodes below the taper."""
+        worst = 1.0
+        node_gap = max(1, math.ceil(place.span_gpus / max(place.nodes, 1) / self.gpus_per_node))
+        for i, link in enumerate(self.links):
+            below = self.links[i - 1].span_gpus if i else 0
+            if link.oversubscription <= 1.0 or place.span_gpus <= below:
+                continue
+            group_nodes = max(1, below // self.gpus_per_node // node_gap)
+            members = min(place.nodes, group_nodes)
+            worst = max(worst, link.oversubscription * edges_per_group / members)
+        return worst
+
+    def ring_Bps(self, place: Placement) -> tuple[float, Link]:  # noqa: N802
+        """Ring bus bandwidth and the tier whose per-step latency it pays."""
+        if self.model == "links":
+            link = self.link_for(place.span_gpus)
+            return link.bandwidth_Bps, link
+        if place.nodes <= 1:
+            return self.intra.bandwidth_Bps, self.intra
+        intra = self.intra.bandwidth_Bps if place.ranks_per_node > 1 else math.inf
+        bw = min(intra, self.node_Bps(place)) / self.taper(place, 1.0)
+        return bw, self.link_for(place.span_gpus)
+
+    def ring_hop_s(self, place: Placement, link: Link) -> float:
+        """Mean latency of one ring step. A chunk travels the ring hop by hop, so the
+        steps' latencies add along it: of every r consecutive hops r − 1 stay on the
+        node's NVLink and one crosses the network (ParaDL's rule: every step at the
+        spanned tier's latency)."""
+        if self.model == "links" or place.nodes <= 1:
+            return link.alpha_s
+        r = place.ranks_per_node
+        return ((r - 1) * self.intra.alpha_s + link.alpha_s) / r
+
+    # -- plans ------------------------------------------------------------------------
+    def plans(self, op: str, n: int, stride: int = 1) -> list[Plan]:
+        """Every algorithm the library may run for ``op`` among ``n`` ranks."""
+        place = self.placement(n, stride)
+        bw, link = self.ring_Bps(place)
+        steps = {"allreduce": 2 * (n - 1), "broadcast": n - 1}.get(op, n - 1)
+        out = [Plan(steps * self.ring_hop_s(place, link), bus_factor(op, n) / bw, "ring",
+                    link.name)]
+        if op == "allreduce" and self.model == "nccl":
+            out += self._tree(place) + self._nvls(place)
+        return out
+
+    def _tree(self, place: Placement) -> list[Plan]:
+        if "tree" not in self.algorithms or place.nodes <= 1:
+            return []
+        net = self.link_for(place.span_gpus)
+        hops = 2 * (math.ceil(math.log2(place.nodes)) * net.alpha_s
+                    + (place.ranks_per_node - 1) * self.intra.alpha_s)
+        chain = self.intra.bandwidth_Bps / 2 if place.ranks_per_node > 1 else math.inf
+        across = self.node_Bps(place) / (1 if place.nodes == 2 else 2)
+        bw = TREE_DERATE * min(chain, across) / self.taper(place, 2.0)
+        return [Plan(hops, 1.0 / bw, "tree", net.name)]
+
+    def _nvls(self, place: Placement) -> list[Plan]:
+        if self.nvls_Bps is None or place.nodes > 1 or place.ranks_per_node <= 1:
+            return []
+        return [Plan(2 * self.intra.alpha_s, 1.0 / self.nvls_Bps, "nvls", self.intra.name)]
+
+    def cost(self, op: str, nbytes: float, n: int, stride: int = 1) -> CollectiveCost:
+        """The cheapest algorithm for one ``op`` of ``nbytes`` (nccl-tests' size)."""
         if n <= 1 or nbytes <= 0:
-            return CollectiveCost(0.0, "none", link.name)
-        t = 2 * (n - 1) * (link.alpha_s + nbytes / n / link.bandwidth_Bps)
+            return CollectiveCost(0.0, "none", self.link_for(self.span(n, stride)).name)
+        if self.model == "links":
+            return self._links_cost(op, nbytes, n, stride)
+        best = min(self.plans(op, n, stride), key=lambda p: p.time_s(nbytes))
+        return CollectiveCost(best.time_s(nbytes), best.algorithm, best.tier)
+
+    def _links_cost(self, op: str, nbytes: float, n: int, stride: int) -> CollectiveCost:
+        """ParaDL's formulas, evaluated as ParaDL writes them (bit-for-bit)."""
+        link = self.link_for(self.span(n, stride))
+        a, bw = link.alpha_s, link.bandwidth_Bps
+        if op == "allreduce":
+            t = 2 * (n - 1) * (a + nbytes / n / bw)
+        elif op == "broadcast":
+            t = (n - 1) * a + nbytes / bw
+        else:
+            t = (n - 1) * (a + nbytes / n / bw)
         return CollectiveCost(t, "ring", link.name)
 
-    def tree_allreduce(self, nbytes: float, n: int, stride: int = 1) -> CollectiveCost:
-        span = self.span(n, stride)
-        link = self.link_for(span)
-        if n <= 1 or nbytes <= 0:
-            return CollectiveCost(0.0, "none", link.name)
-        per_node = max(1, min(n, self.gpus_per_node // max(stride, 1)))
-        nodes = math.ceil(n / per_node)
-        if nodes <= 1:
-            latency = 2 * (n - 1) * link.alpha_s
-            bw = link.bandwidth_Bps
-        else:
-            latency = 2 * (math.ceil(math.log2(nodes)) * link.alpha_s
-                           + (per_node - 1) * self.intra.alpha_s)
-            bw = self._tree_bandwidth(span, link)
-        return CollectiveCost(latency + 2 * nbytes / bw, "tree", link.name)
-
+    # -- the collectives training uses -------------------------------------------------
     def allreduce(self, nbytes: float, n: int, stride: int = 1) -> CollectiveCost:
         """All-reduce of ``nbytes`` per rank among ``n`` ranks, algorithm chosen by cost."""
-        best = None
-        for algo in self.algorithms:
-            cost = (self.ring_allreduce if algo == "ring" else self.tree_allreduce)(nbytes, n, stride)
-            if best is None or cost.time_s < best.time_s:
-                best = cost
-        return best if best is not None else CollectiveCost(0.0, "none", "")
-
-    def allreduce_sum(self, sizes_bytes: np.ndarray, n: int, stride: int = 1) -> float:
-        """Total time of one all-reduce per entry of ``sizes_bytes`` (each choosing its
-        algorithm), vectorised for per-layer collectives."""
-        if n <= 1 or len(sizes_bytes) == 0:
-            return 0.0
-        tree = self.tree_allreduce(1.0, n, stride)
-        link = self.link_for(self.span(n, stride))
-        ring_t = 2 * (n - 1) * (link.alpha_s + sizes_bytes / n / link.bandwidth_Bps)
-        best = ring_t if "ring" in self.algorithms else np.full(len(sizes_bytes), np.inf)
-        if "tree" in self.algorithms:
-            # tree: fixed latency + 2·m/bw'; recover both from two evaluations
-            t1 = tree.time_s
-            t2 = self.tree_allreduce(2.0, n, stride).time_s
-            per_byte = t2 - t1
-            tree_t = (t1 - per_byte) + sizes_bytes * per_byte
-            best = np.minimum(best, tree_t)
-        return float(np.where(sizes_bytes > 0, best, 0.0).sum())
-
-    def allgather_sum(self, sizes_bytes: np.ndarray, n: int, stride: int = 1) -> float:
-        """Total time of one ring all-gather per entry of ``sizes_bytes``."""
-        if n <= 1 or len(sizes_bytes) == 0:
-            return 0.0
-        link = self.link_for(self.span(n, stride))
-        count = int((sizes_bytes > 0).sum())
-        return (n - 1) * (count * link.alpha_s + float(sizes_bytes.sum()) / n / link.bandwidth_Bps)
+        return self.cost("allreduce", nbytes, n, stride)
 
     def allgather(self, total_bytes: float, n: int, stride: int = 1) -> CollectiveCost:
-        """Ring all-gather producing ``total_bytes`` on every rank (each owns 1/n)."""
-        link = self.link_for(self.span(n, stride))
-        if n <= 1 or total_bytes <= 0:
-            return CollectiveCost(0.0, "none", link.name)
-        t = (n - 1) * (link.alpha_s + total_bytes / n / link.bandwidth_Bps)
-        return CollectiveCost(t, "ring", link.name)
+        """All-gather producing ``total_bytes`` on every rank (each owns 1/n)."""
+        return self.cost("allgather", total_bytes, n, stride)
 
     def reduce_scatter(self, total_bytes: float, n: int, stride: int = 1) -> CollectiveCost:
-        """Ring reduce-scatter of a ``total_bytes`` buffer (each rank keeps 1/n)."""
-        cost = self.allgather(total_bytes, n, stride)
-        return CollectiveCost(cost.time_s, cost.algorithm, cost.tier)
+        """Reduce-scatter of a ``total_bytes`` buffer (each rank keeps 1/n)."""
+        return self.cost("reducescatter", total_bytes, n, stride)
+
+    def broadcast(self, nbytes: float, n: int, stride: int = 1) -> CollectiveCost:
+        return self.cost("broadcast", nbytes, n, stride)
+
+    def _sum(self, op: str, sizes_bytes: np.ndarray, n: int, stride: int) -> float:
+        """Total time of one ``op`` per entry of ``sizes_bytes``, each choosing its
+        algorithm (vectorised: every plan is affine in the size)."""
+        if n <= 1 or len(sizes_bytes) == 0:
+            return 0.0
+        if self.model == "links":
+            return float(sum(self._links_cost(op, float(s), n, stride).time_s
+                             for s in sizes_bytes if s > 0))
+        times = [p.latency_s + sizes_bytes * p.s_per_byte for p in self.plans(op, n, stride)]
+        best = np.minimum.reduce(times) if len(times) > 1 else times[0]
+        return float(np.where(sizes_bytes > 0, best, 0.0).sum())
+
+    def allreduce_sum(self, sizes_bytes: np.ndarray, n: int, stride: int = 1) -> float:
+        return self._sum("allreduce", sizes_bytes, n, stride)
+
+    def allgather_sum(self, sizes_bytes: np.ndarray, n: int, stride: int = 1) -> float:
+        return self._sum("allgather", sizes_bytes, n, stride)
 
     def p2p(self, nbytes: float, distance_gpus: int = 1) -> CollectiveCost:
-        """One message between two GPUs ``distance_gpus`` apart."""
+        """One message between two GPUs ``distance_gpus`` apart (one NIC across nodes)."""
         link = self.link_for(distance_gpus + 1)
         if nbytes <= 0:
             return CollectiveCost(0.0, "none", link.name)
-        return CollectiveCost(link.alpha_s + nbytes / link.bandwidth_Bps, "p2p", link.name)
-
-    def halo_exchange(self, bytes_per_neighbour: float, neighbours: int,
-                      group: int) -> CollectiveCost:
-        """Exchange with ``neighbours`` neighbours inside a group of ``group`` GPUs, one
-        after another (as MPI send/recv pairs); uses the halo channel when the system
-        defines one, else the tier spanning the group."""
-        link = self.halo or self.link_for(group)
-        if neighbours <= 0 or bytes_per_neighbour <= 0:
-            return CollectiveCost(0.0, "none", link.name)
-        t = neighbours * (link.alpha_s + bytes_per_neighbour / link.bandwidth_Bps)
-        return CollectiveCost(t, "halo", link.name)
+        bw = link.bandwidth_Bps
+        if self.model == "nccl" and distance_gpus + 1 > self.gpus_per_node:
+            bw = self.nic_Bps * link.efficiency
+        return CollectiveCost(link.alpha_s + nbytes / bw, "p2p", link.name)

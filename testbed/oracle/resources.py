@@ -1,59 +1,85 @@
-"""Memory per GPU and the input pipeline's exposed I/O time."""
+"""Memory per GPU (one formula per rule set) and the input pipeline's exposed time."""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from testbed.oracle.state import optimizer_slots
+from testbed.oracle.context import Context
+from testbed.oracle.state import state_per_parameter
+from testbed.oracle.strategies import Parts
 
-if TYPE_CHECKING:
-    from testbed.oracle.estimate import _Context
-    from testbed.oracle.strategies import Parts
+#: ParaDL stores values and their gradients: 2 tensors per element.
+PARADL_VALUE_AND_GRADIENT = 2
+GIB = 2**30
 
 
-def memory_bytes(ctx: _Context, parts: Parts) -> dict[str, float]:
-    req = ctx.req
+def _memory_paradl(ctx: Context, parts: Parts) -> dict[str, float]:
+    """ParaDL: 2·δ·Σ (B_local·(|x|+|y|) + |w|), ReLU and BN in place; filter and channel
+    divided by p twice (its known error, reproduced)."""
     st = ctx.stats
-    d = ctx.delta
-    if ctx.paradl:
-        # ParaDL: 2·δ·Σ (B_local·(|x|+|y|) + |w|), ReLU and BN in place
-        keep = ~st.inplace
-        per = (parts.activation_samples * (st.x_elems + st.y_elems) + st.w_elems) * keep
-        total = 2 * d * float(per.sum())
-        if req.strategy in ("filter", "channel"):
-            total /= ctx.p * ctx.p  # ParaDL divides by p twice (its known error)
-        return {"paradl_total": total}
-    slots = optimizer_slots(req.optimizer)
-    master = 4 if d < 4 else 0
-    act = parts.activation_samples * parts.activation_elems * d
+    keep = ~st.inplace
+    per = (parts.activation_samples * (st.x_elems + st.y_elems) + st.w_elems) * keep
+    total = PARADL_VALUE_AND_GRADIENT * ctx.delta * float(per.sum())
+    if ctx.req.strategy in ("filter", "channel"):
+        total /= ctx.p * ctx.p
+    return {"paradl_total": total}
+
+
+def _memory_testbed(ctx: Context, parts: Parts) -> dict[str, float]:
+    """The training state exactly as a checkpoint holds it (weights at the training
+    precision, the fp32 master copy below fp32, optimizer moments — see
+    :func:`testbed.oracle.state.state_per_parameter`), gradients, the input batch at its
+    storage precision, what autograd saves for backward, transient workspace and the
+    runtime's reserve."""
+    st, d = ctx.stats, ctx.delta
+    state = state_per_parameter(ctx.req.optimizer, ctx.precision)
+    act = parts.activation_samples * (parts.activation.elems * d + parts.activation.fixed_bytes)
     # transient gradient buffers of the widest layer during backward
     widest = float((st.x_elems + st.y_elems).max())
-    local_samples = parts.activation_samples if req.strategy != "pipeline" else ctx.B / (
-        req.micro_batches or min(ctx.B, 4 * ctx.p))
     return {
-        "weights": parts.local_params * (d + master),
+        "weights": parts.local_params * (state.weights + state.master),
         "gradients": parts.local_params * d,
-        "optimizer": parts.local_params * 4 * slots,
+        "optimizer": parts.local_params * state.optimizer,
+        "inputs": parts.workspace_samples * ctx.input_bytes_per_sample,
         "activations": act,
-        "workspace": local_samples * widest * d + parts.extra_bytes,
-        "reserved": ctx.system.gpu.reserved_GiB * 2**30,
+        "workspace": parts.workspace_samples * widest * d + parts.extra_bytes,
+        "reserved": ctx.system.gpu.reserved_GiB * GIB,
     }
 
 
-def exposed_io_s(ctx: _Context, parts: Parts, compute_s: float) -> float:
-    """Input pipeline: each node reads its samples per iteration from the parallel
-    file system, sharing its aggregate bandwidth; prefetching hides it under compute."""
-    if ctx.paradl:
-        return 0.0
-    sample_bytes = ctx.req.sample_bytes
-    if sample_bytes is None:
-        sample_bytes = float(math.prod(ctx.model.input_shape))  # decoded uint8
-    if sample_bytes <= 0:
-        return 0.0
-    storage = ctx.system.storage
-    nodes = max(1, math.ceil(ctx.p / ctx.system.node.gpus_per_node))
-    per_node_bw = min(storage.pfs_per_node_Bps, storage.pfs_read_bandwidth_Bps / nodes)
-    read_s = parts.samples_per_node * sample_bytes / per_node_bw
-    return max(0.0, read_s - compute_s)
+MEMORY_RULES: dict[str, Callable[[Context, Parts], dict[str, float]]] = {
+    "testbed": _memory_testbed, "paradl": _memory_paradl}
 
+
+def memory_bytes(ctx: Context, parts: Parts) -> dict[str, float]:
+    """Bytes per GPU by component, under the request's rules."""
+    return MEMORY_RULES[ctx.rules.memory](ctx, parts)
+
+
+@dataclass(frozen=True)
+class InputPipeline:
+    """Seconds per iteration to bring the inputs in, before prefetching hides them."""
+
+    read_s: float           # this node's samples from the parallel file system
+    host_to_device_s: float  # one GPU's samples over its host link
+    exposed_s: float        # what compute does not hide
+
+
+def input_pipeline(ctx: Context, parts: Parts, compute_s: float) -> InputPipeline:
+    """Each node reads its samples per iteration from the parallel file system (its
+    link, or its share of the aggregate) and copies them to its GPUs; both stages are
+    prefetched under compute, so only the slower stage's excess is exposed."""
+    nbytes = ctx.input_bytes_per_sample
+    if not ctx.rules.input_io or nbytes <= 0:
+        return InputPipeline(0.0, 0.0, 0.0)
+    storage, gpu = ctx.system.storage, ctx.system.gpu
+    nodes = max(1, math.ceil(ctx.p / ctx.gpus_per_node))
+    per_node_bw = min(storage.pfs_per_node_Bps, storage.pfs_read_bandwidth_Bps / nodes)
+    read_s = parts.samples_per_node * nbytes / per_node_bw
+    h2d_s = 0.0
+    if gpu.host_link_GBps:
+        gpus_here = min(ctx.p, ctx.gpus_per_node)
+        h2d_s = parts.samples_per_node * nbytes / gpus_here / (gpu.host_link_GBps * 1e9)
+    return InputPipeline(read_s, h2d_s, max(0.0, max(read_s, h2d_s) - compute_s))

@@ -45,9 +45,16 @@ def test_sweep(cli):
     ranked = data["ranked"]
     times = [e["time_per_iteration_s"] for e in ranked]
     assert times == sorted(times)
-    assert {e["strategy"] for e in ranked} >= {"data", "ds", "pipeline"}
+    assert {e["strategy"] for e in ranked} >= {"data", "pipeline"}
     assert all(e["bottleneck"] for e in ranked)
     assert data["infeasible"] and all(e["reason"] for e in data["infeasible"])
+    # ChainerMNX's data+spatial runs ~5x slower than ideal on ABCI (calibration): below
+    # half the best per-GPU rate, so it is left out, with the reason
+    assert any(e["strategy"] == "ds" and "parallel efficiency" in e["reason"]
+               for e in data["infeasible"])
+    r = cli("oracle", "sweep", "--system", "abci-v100", "--model", "resnet50",
+            "--global-batch", "1024", "--max-gpus", "256", "--min-efficiency", "0", "--json")
+    assert "ds" in {e["strategy"] for e in json.loads(r.stdout)["ranked"]}
     r = cli("oracle", "sweep", "--system", "abci-v100", "--model", "resnet50", "--max-gpus", "64")
     assert r.returncode == 0 and "rank" in r.stdout and "bottleneck" in r.stdout
 
@@ -100,3 +107,58 @@ def test_verify_against_measurements(cli, abci_csv):
         sum(x["accuracy"] for x in data["rows"]) / 31)
     r = cli("oracle", "verify", "missing.csv", "--system", "abci-v100")
     assert r.returncode == 2 and "missing.csv" in r.stderr
+
+
+def test_collective_json_matches_nccl_tests_definitions(cli):
+    r = cli("oracle", "collective", "--system", "a100-cluster", "--op", "allreduce",
+            "--bytes", "1GiB", "--gpus", "16", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["bytes"] == 2**30
+    assert data["algbw_GBps"] == pytest.approx(2**30 / data["time_s"] / 1e9)
+    assert data["busbw_GBps"] == pytest.approx(data["algbw_GBps"] * 2 * 15 / 16)
+    r = cli("oracle", "collective", "--system", "h100-cluster", "--op", "broadcast",
+            "--bytes", "64MB", "--gpus", "8")
+    assert r.returncode == 0 and "busbw" in r.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--op", "alltoall"], "alltoall"),
+    (["--bytes", "1GiX"], "--bytes"),
+    (["--bytes", "0"], "--bytes"),
+    (["--gpus", "100000"], "--gpus"),
+])
+def test_collective_bad_input(cli, args, needle):
+    base = {"--system": "a100-cluster", "--op": "allreduce", "--bytes": "1GiB", "--gpus": "8"}
+    for i in range(0, len(args), 2):
+        base[args[i]] = args[i + 1]
+    r = cli("oracle", "collective", *[x for kv in base.items() for x in kv])
+    assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_predict_shows_checkpoint_terms_and_input_bytes(cli):
+    r = cli("oracle", "predict", "--system", "abci-v100", "--model", "resnet50", "--strategy",
+            "data", "--gpus", "256", "--global-batch", "16384", "--input-precision", "fp16",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    c = data["checkpoint"]
+    assert c["write_s"] == pytest.approx(sum(c[k] for k in (
+        "device_to_host_s", "serialize_s", "transfer_s", "metadata_s", "fsync_s")))
+    assert data["input_bytes_per_sample"] == 3 * 224 * 224 * 2
+    r = cli("oracle", "predict", "--system", "abci-v100", "--model", "resnet50", "--strategy",
+            "data", "--gpus", "4", "--global-batch", "64", "--input-precision", "fp17")
+    assert r.returncode == 2 and "fp17" in r.stderr
+
+
+def test_sweep_defaults_to_training_precision_and_names_skipped_points(cli):
+    r = cli("oracle", "sweep", "--system", "h100-cluster", "--model", "resnet50",
+            "--global-batch", "256", "--max-gpus", "64", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert {e["precision"] for e in data["ranked"]} == {"bf16"}
+    reasons = [e["reason"] for e in data["infeasible"]]
+    assert any("samples per GPU < the minimum of 16" in x for x in reasons)
+    r = cli("oracle", "sweep", "--system", "h100-cluster", "--model", "resnet50",
+            "--min-batch-per-gpu", "0")
+    assert r.returncode == 2 and "min_batch_per_gpu" in r.stderr

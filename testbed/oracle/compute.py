@@ -1,0 +1,141 @@
+"""Compute time of the local work: a curve over the per-GPU batch with a per-step floor.
+
+One GPU's step on ``b`` samples takes
+
+    t(b) = max(s · (b + b½), t_launch) + t_optimizer
+
+* ``s`` — seconds per sample at large batch: measured for this model (calibration,
+  scaled to this input size by FLOPs and to other precisions by the profile's ratio of
+  sustained rates), else profiled in the model file, else training FLOPs over the
+  sustained rate ``peak × efficiency`` of the precision and model family;
+* ``b½`` — the half-batch of the profile's efficiency curve: below it kernels do not fill
+  the GPU, so the achieved rate is ``efficiency · b/(b + b½)`` (small batches cost
+  what they cost);
+* ``t_launch`` — the CPU time to launch every layer's kernels, a floor under the step;
+* ``t_optimizer`` — the optimizer step streaming the training state through HBM.
+
+ParaDL's rules keep its linear ``b × s``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from testbed.oracle.conventions import Conventions
+from testbed.oracle.profile import ModelStats
+from testbed.oracle.request import Request
+from testbed.oracle.state import dtype_bytes, state_per_parameter
+from testbed.systems import GpuSpec, ModelCalibration
+
+#: Training FLOPs per forward FLOP: forward plus a backward of twice the forward
+#: (input and weight gradients), the usual 1:2 forward:backward ratio.
+FORWARD_PARTS = 1
+BACKWARD_PARTS = 2
+TRAINING_FLOPS_PER_FORWARD = float(FORWARD_PARTS + BACKWARD_PARTS)
+#: The optimizer reads and writes every state byte once and reads the gradient.
+OPTIMIZER_PASSES = 2
+#: Model families of the efficiency tables, by name prefix (else ``default``).
+FAMILY_PREFIXES = (("resnet", "resnet"), ("vgg", "vgg"), ("alexnet", "alexnet"),
+                   ("cosmoflow", "conv3d"), ("unet", "conv3d"))
+
+
+def model_family(name: str) -> str:
+    """The efficiency-table family of a model name (``resnet50`` → ``resnet``)."""
+    key = name.lower()
+    for prefix, family in FAMILY_PREFIXES:
+        if key.startswith(prefix):
+            return family
+    return "default"
+
+
+@dataclass(frozen=True)
+class ComputeRate:
+    """How long one GPU takes for its share of a step (see the module doc)."""
+
+    s_per_sample: float
+    source: str
+    half_batch: float = 0.0
+    launch_s: float = 0.0
+    optimizer_s: float = 0.0
+    linear: bool = True
+
+    def time_s(self, samples: float, work_fraction: float = 1.0,
+               layer_fraction: float = 1.0) -> float:
+        """Forward+backward seconds for one GPU to run ``work_fraction`` of the model's
+        work on ``samples`` samples, with ``layer_fraction`` of its layers (a pipeline
+        stage runs only its own)."""
+        if self.linear:
+            return samples * self.s_per_sample * work_fraction
+        gpu = self.s_per_sample * (samples * work_fraction + self.half_batch * layer_fraction)
+        return max(gpu, self.launch_s * layer_fraction)
+
+    def variable_s(self, samples: float, work_fraction: float = 1.0) -> float:
+        """The part of :meth:`time_s` proportional to the samples (no fill, no floor)."""
+        return samples * self.s_per_sample * work_fraction
+
+    def update_s(self, param_fraction: float = 1.0) -> float:
+        """The optimizer step for ``param_fraction`` of the parameters (once per step)."""
+        return self.optimizer_s * param_fraction
+
+
+def _overheads(gpu: GpuSpec, stats: ModelStats, req: Request, precision: str) -> tuple[float, float]:
+    """(kernel-launch floor, optimizer step) seconds for the whole model."""
+    launch = len(stats.share_testbed) * gpu.launch_us_per_layer * 1e-6
+    optimizer = 0.0
+    if gpu.memory_bandwidth_GBps:
+        state = state_per_parameter(req.optimizer, precision)
+        traffic = OPTIMIZER_PASSES * state.total + dtype_bytes(precision)
+        optimizer = stats.parameters * traffic / (gpu.memory_bandwidth_GBps * 1e9)
+    return launch, optimizer
+
+
+def _measured(cal: ModelCalibration, stats: ModelStats, gpu: GpuSpec, family: str,
+              precision: str, launch: float, optimizer: float) -> float:
+    """Large-batch seconds per sample from a measurement at ``cal.batch`` samples per
+    GPU, scaled by FLOPs to this input and by sustained rates to ``precision``."""
+    ref_flops = cal.forward_flops or stats.forward_flops
+    s = cal.s_per_sample * stats.forward_flops / ref_flops
+    if cal.batch:
+        # the measured step is GPU-bound (it is far above the launch floor at the
+        # batches people measure): strip the optimizer, spread over b + b½
+        half = gpu.curve(cal.precision, family).half_batch
+        s = max(s * cal.batch - optimizer, launch) / (cal.batch + half)
+    if precision != cal.precision:
+        s *= gpu.sustained_flops(cal.precision, family) / gpu.sustained_flops(precision, family)
+    return s
+
+
+def compute_rate(req: Request, rules: Conventions, stats: ModelStats,
+                 model_cal: ModelCalibration | None, precision: str) -> ComputeRate:
+    """The :class:`ComputeRate` of this request (see the module doc for the order)."""
+    model, system = req.model, req.system
+    gpu = system.gpu
+    family = model_family(model.name)
+    curve = rules.batch_curve
+    launch, optimizer = _overheads(gpu, stats, req, precision) if curve else (0.0, 0.0)
+    half = gpu.curve(precision, family).half_batch if curve else 0.0
+    def rate(s_per_sample: float, source: str) -> ComputeRate:
+        return ComputeRate(s_per_sample, source, half_batch=half, launch_s=launch,
+                           optimizer_s=optimizer, linear=not curve)
+
+    if model_cal is not None:
+        s = _measured(model_cal, stats, gpu, family, precision, launch, optimizer) if curve else (
+            model_cal.s_per_sample * stats.forward_flops
+            / (model_cal.forward_flops or stats.forward_flops))
+        scaled = "" if precision == model_cal.precision else f", scaled to {precision}"
+        return rate(s, f"compute measured ({model.name}{scaled})")
+    if model.profiled_s_per_sample:
+        return rate(model.profiled_s_per_sample, "compute profiled (model file)")
+    fitted = system.calibration.compute_efficiency if (
+        system.calibration and rules.use_calibration) else {}
+    if precision in fitted:
+        eff = fitted[precision]
+        source = f"compute from FLOPs at fitted efficiency {eff:.2f}"
+    elif curve:
+        eff = gpu.curve(precision, family).efficiency
+        source = f"compute from FLOPs at {precision} efficiency {eff:.2f} ({family})"
+    else:
+        eff = gpu.efficiency(precision)    # ParaDL's rules: the profile's flat figure
+        source = f"compute from FLOPs at nominal efficiency {eff:.2f}"
+    flops = stats.forward_flops * TRAINING_FLOPS_PER_FORWARD
+    return rate(flops / (gpu.peak_flops(precision) * eff), source)

@@ -1,0 +1,100 @@
+"""What one prediction is asked: the :class:`Request` and the names it may use.
+
+A request holds the three separate inputs of a prediction — *what* (a model), *how*
+(strategy, GPUs, batch, group size, precision, optimizer, pipeline schedule) and *on
+what* (a system profile) — and :func:`validate` checks it before any work is done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from testbed.errors import InputError, UnknownNameError
+from testbed.model.ir import Model
+from testbed.oracle.state import dtype_bytes, input_bytes_per_value, optimizer_slots
+from testbed.resilience.ckpt_cost import TIERS, WRITERS
+from testbed.systems import SystemProfile
+from testbed.units import did_you_mean
+
+Strategy = Literal["serial", "data", "spatial", "filter", "channel", "pipeline", "df", "ds"]
+Mode = Literal["testbed", "paradl"]
+Schedule = Literal["gpipe", "1f1b"]
+
+STRATEGIES: tuple[str, ...] = ("serial", "data", "spatial", "filter", "channel", "pipeline",
+                               "df", "ds")
+#: Calibration fallback: a strategy without its own fitted factors borrows its family's.
+FAMILY = {"serial": "data", "data": "data", "spatial": "spatial", "ds": "spatial",
+          "filter": "filter", "df": "filter", "channel": "channel", "pipeline": "pipeline"}
+MODES: tuple[str, ...] = ("testbed", "paradl")
+SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b")
+#: Strategies that take a group size (model parallel inside groups, data across them).
+GROUPED = ("df", "ds")
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything one prediction depends on.
+
+    ``precision`` is the training (compute) precision; ``None`` takes the system's
+    usual training precision (``gpu.training_precision``). ``input_precision`` is how
+    the input samples are stored and moved (dataset, staging, host-to-device, input
+    layer); ``None`` keeps decoded 8-bit images as they are read. ``checkpoint_writers``
+    and ``checkpoint_tier`` say who writes a checkpoint and where
+    (:func:`testbed.resilience.ckpt_cost.checkpoint_cost`).
+    """
+
+    model: Model
+    system: SystemProfile
+    strategy: str
+    gpus: int
+    global_batch: int
+    group_size: int | None = None
+    precision: str | None = "fp32"
+    optimizer: str = "momentum"
+    micro_batches: int | None = None
+    schedule: str = "1f1b"
+    overlap: bool | None = None
+    mode: str = "testbed"
+    mask: tuple[bool, ...] | None = None
+    sample_bytes: float | None = None
+    epoch_samples: int | None = None
+    inplace: bool = True
+    input_precision: str | None = None
+    checkpoint_writers: str = "single"
+    checkpoint_tier: str = "pfs"
+
+
+def _known(value: str, known: tuple[str, ...], what: str, field: str) -> None:
+    if value not in known:
+        raise UnknownNameError(f"unknown {what} {value!r}{did_you_mean(value, known)}; "
+                               f"known: {', '.join(known)}", field=field)
+
+
+def _positive(value: int | None, what: str, field: str) -> None:
+    if value is not None and (isinstance(value, bool) or value <= 0):
+        raise InputError(f"{what} must be a positive integer, got {value}", field=field)
+
+
+def validate(req: Request) -> None:
+    """Reject names and numbers that no configuration could use (typed errors)."""
+    _known(req.strategy, STRATEGIES, "strategy", "strategy")
+    _known(req.mode, MODES, "mode", "mode")
+    _known(req.schedule, SCHEDULES, "pipeline schedule", "schedule")
+    _positive(req.gpus, "GPU count", "gpus")
+    _positive(req.global_batch, "global batch", "global_batch")
+    _positive(req.group_size, "group size", "group_size")
+    _positive(req.micro_batches, "micro-batches", "micro_batches")
+    if req.mask is not None and len(req.mask) != len(req.model.layers):
+        raise InputError(f"layer mask has {len(req.mask)} entries for "
+                         f"{len(req.model.layers)} layers", field="mask")
+    if req.sample_bytes is not None and not req.sample_bytes >= 0:
+        raise InputError(f"sample bytes must be >= 0, got {req.sample_bytes}",
+                         field="sample_bytes")
+    if req.precision is not None:
+        dtype_bytes(req.precision)
+    if req.input_precision is not None:
+        input_bytes_per_value(req.input_precision)
+    optimizer_slots(req.optimizer)
+    _known(req.checkpoint_writers, WRITERS, "checkpoint writers", "checkpoint_writers")
+    _known(req.checkpoint_tier, TIERS, "checkpoint tier", "checkpoint_tier")
