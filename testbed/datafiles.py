@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 #: Sub-folders of ``testbed/data`` and the suffix of their files.
-KINDS = {"systems": ".yaml", "causes": ".csv", "scenarios": ".yaml"}
+KINDS = {"systems": ".yaml", "causes": ".csv", "scenarios": ".yaml", "hurricanes": ".csv"}
 
 
 def data_dir(kind: str) -> Path:

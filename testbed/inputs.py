@@ -219,8 +219,9 @@ def _line_map(node: yaml.Node, prefix: str, out: dict[str, int]) -> None:
 
 def parse_yaml(text: str, *, source: str) -> YamlDocument:
     """Parse one YAML document safely (see the module docstring)."""
-    loader = _SafeNoDuplicates(text)
+    loader = None
     try:
+        loader = _SafeNoDuplicates(text)
         node = loader.get_single_node()
         if node is None:
             return YamlDocument(None, {})
@@ -233,13 +234,15 @@ def parse_yaml(text: str, *, source: str) -> YamlDocument:
                          source=source, field=str(dup.key), line=dup.again) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or \
+            str(exc).splitlines()[0]
         raise InputError(f"invalid YAML: {problem}", source=source,
                          line=mark.line + 1 if mark else None) from None
     except RecursionError:
         raise InputError(f"nested deeper than {MAX_DEPTH} levels", source=source) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return YamlDocument(data, lines)
 
 

@@ -31,6 +31,11 @@ COMMAND_MODULES = (
     "sweep",
     "results",
     "report",
+    "hpo",
+    "precision",
+    "records",
+    "verify",
+    "calibrate_local",
 )
 
 
