@@ -21,10 +21,11 @@ import numpy as np
 from real_runs.harness import (
     DataIterator,
     RunConfig,
-    _streams,
+    dataset_samples,
     make_dataset,
     params_sha256,
     seed_process_globals,
+    streams,
 )
 
 
@@ -33,12 +34,13 @@ def train(cfg: RunConfig, comm=None) -> dict:
     chainer = import_chainer()
     rank, world = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
     seed_process_globals(cfg.seed)            # same initial weights on every rank
-    model = build_model(cfg.model, cfg.width, cfg.dropout)
+    model = build_model(cfg.model, cfg.width, cfg.dropout, depth=cfg.depth,
+                        input_shape=cfg.input_shape)
     optimizer = chainer.optimizers.MomentumSGD(lr=cfg.lr, momentum=cfg.momentum)
     optimizer.setup(model)
-    x_all, y_all = make_dataset(cfg.seed)
     global_batch = cfg.batch_size * 2
-    iterator = DataIterator(len(x_all), global_batch, _streams(cfg.seed)["shuffle"])
+    x_all, y_all = make_dataset(cfg.seed, dataset_samples(global_batch), cfg.shape)
+    iterator = DataIterator(len(x_all), global_batch, streams(cfg.seed)["shuffle"])
     losses, comm_s = [], 0.0
     params = sorted(model.namedparams())
     t_start = time.perf_counter()

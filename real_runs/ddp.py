@@ -37,15 +37,16 @@ from real_runs.env import child_env, python_cmd
 from real_runs.harness import (
     DataIterator,
     RunConfig,
-    _numpy_global_state,
-    _python_state,
-    _restore_numpy_global,
-    _restore_python,
-    _streams,
+    dataset_samples,
     framework_seed,
     make_dataset,
+    numpy_global_state,
     params_sha256,
+    python_state,
+    restore_numpy_global,
+    restore_python,
     seed_process_globals,
+    streams,
 )
 from real_runs.store import CheckpointStore
 
@@ -75,7 +76,8 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
         torch.cuda.set_device(device)
     seed_process_globals(cfg.seed + rank)
     setup_determinism(framework_seed(cfg.seed))
-    model = build_model(cfg.model, cfg.width, cfg.dropout).to(device)
+    model = build_model(cfg.model, cfg.width, cfg.dropout, depth=cfg.depth,
+                        input_shape=cfg.input_shape).to(device)
     torch.manual_seed(framework_seed(cfg.seed) + rank)       # per-rank dropout stream
     if wrapper == "ddp":
         # DistributedDataParallel (bucketed all-reduce overlapped with backward); its
@@ -88,8 +90,8 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_every,
                                                 gamma=cfg.lr_gamma)
     loss_fn = torch.nn.CrossEntropyLoss()
-    x_all, y_all = make_dataset(cfg.seed)
-    iterator = DataIterator(len(x_all), cfg.batch_size * world, _streams(cfg.seed)["shuffle"])
+    x_all, y_all = make_dataset(cfg.seed, dataset_samples(cfg.batch_size, world), cfg.shape)
+    iterator = DataIterator(len(x_all), cfg.batch_size * world, streams(cfg.seed)["shuffle"])
     store = CheckpointStore(ckpt_dir, FRAMEWORK, cfg.model, keep=cfg.keep) if ckpt_dir else None
     step, losses = 0, []
 
@@ -115,8 +117,8 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
                 torch.cuda.set_rng_state(mine["cuda_rng"], device)
             with open(entry.path / f"rank{rank}.json", encoding="utf-8") as stream:
                 state = json.load(stream)
-            _restore_python(state["python_random"])
-            _restore_numpy_global(state["numpy_global"])
+            restore_python(state["python_random"])
+            restore_numpy_global(state["numpy_global"])
             iterator.restore(state["data"])
             step, losses = int(state["step"]), [float(v) for v in state["losses"]]
             if rank == 0:
@@ -136,8 +138,8 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
             rng["cuda_rng"] = torch.cuda.get_rng_state(device)
         torch.save(rng, tmp / f"rank{rank}.pt")
         with open(tmp / f"rank{rank}.json", "w", encoding="utf-8") as stream:
-            json.dump({"step": step, "losses": losses, "python_random": _python_state(),
-                       "numpy_global": _numpy_global_state(), "data": iterator.state()}, stream)
+            json.dump({"step": step, "losses": losses, "python_random": python_state(),
+                       "numpy_global": numpy_global_state(), "data": iterator.state()}, stream)
         dist.barrier()
         if rank == 0:
             entry = store.commit(tmp, step, meta={"world_size": world, "seed": cfg.seed})
@@ -145,7 +147,10 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
                    "bytes": store.bytes_on_disk(entry), "duration_s": 0.0})
         dist.barrier()
 
+    timings: list[list[float]] = []    # per step: wall seconds, of which all-reduce
     while step < cfg.steps:
+        t_step = time.perf_counter()
+        comm_s = 0.0
         idx = iterator.next_indices()[rank::world]
         xb = torch.from_numpy(x_all[idx]).to(device)
         yb = torch.from_numpy(y_all[idx]).to(device)
@@ -156,7 +161,9 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
             # what DDP does, in one bucket: flatten, all-reduce (sum), average, unflatten
             grads = [p.grad for p in model.parameters()]
             flat = torch.cat([g.reshape(-1) for g in grads])
+            t_comm = time.perf_counter()
             dist.all_reduce(flat)
+            comm_s = time.perf_counter() - t_comm
             flat /= world
             offset = 0
             for g in grads:
@@ -168,6 +175,7 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
         dist.all_reduce(mean_loss)
         step += 1
         losses.append(float(mean_loss) / world)
+        timings.append([time.perf_counter() - t_step, comm_s])
         _emit({"event": "step", "step": step, "rank": rank})
         if pause_after_step and step == pause_after_step:
             time.sleep(PAUSE_S)
@@ -179,7 +187,8 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
     dist.barrier()
     dist.destroy_process_group()
     return {"type": "result", "rank": rank, "step": step, "losses": losses,
-            "params_sha256": params_sha256(params)}
+            "params_sha256": params_sha256(params), "timings": timings,
+            "parameters": int(sum(p.numel() for p in model.parameters()))}
 
 
 def free_port() -> int:
@@ -275,7 +284,9 @@ def supervise_group(cfg: RunConfig, ckpt_dir: Path | None, kills: list[RankKill]
     return {"world_size": world, "kills": len(killed_ranks), "killed_ranks": killed_ranks,
             "restarts": incarnation, "loads": loads, "corruptions_detected": corrupt,
             "ranks_agree": len(shas) == 1, "final_params_sha256": results[0]["params_sha256"],
-            "losses": results[0]["losses"], "wall_time_s": time.perf_counter() - t0}
+            "losses": results[0]["losses"], "wall_time_s": time.perf_counter() - t0,
+            "timings": results[0].get("timings", []),
+            "parameters": results[0].get("parameters")}
 
 
 def main(argv: list[str] | None = None) -> int:

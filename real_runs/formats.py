@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,29 @@ def disk_bytes(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def file_count(path: Path) -> int:
+    return sum(1 for p in path.rglob("*") if p.is_file())
+
+
+#: The harness's own checkpoint: the back end's files, state.json and the manifest,
+#: written through the atomic store (fsync, rename) — what supervised runs write.
+HARNESS_FORMAT = "harness"
+
+
+def _harness_format(trainer) -> tuple[Callable, Callable, bool, bool]:
+    from real_runs.store import CheckpointStore
+    cfg = trainer.cfg
+
+    def save(d: Path):
+        trainer.checkpoint(CheckpointStore(d, cfg.framework, cfg.model, keep=1))
+
+    def load(d: Path):
+        entry = CheckpointStore(d, cfg.framework, cfg.model, keep=1).latest_valid()
+        trainer.restore(entry.path)
+
+    return save, load, True, False
 
 
 def _torch_formats(backend) -> dict[str, tuple[Callable, Callable, bool, bool]]:
@@ -144,14 +168,16 @@ def _chainer_formats(backend) -> dict[str, tuple[Callable, Callable, bool, bool]
 
 
 def bench(framework: str, model: str, width: int, repeats: int,
-          formats: list[str] | None = None) -> dict[str, Any]:
-    """Measure every format (best of ``repeats`` save and load times)."""
-    cfg = RunConfig(framework=framework, model=model, width=width, steps=1).validated()
+          formats: list[str] | None = None, depth: int | None = None) -> dict[str, Any]:
+    """Measure every format (median of ``repeats`` save and load times)."""
+    cfg = RunConfig(framework=framework, model=model, width=width, depth=depth,
+                    steps=1).validated()
     trainer = Trainer(cfg, make_backend(cfg.framework))
     trainer.train_until(1)  # creates the optimizer's momentum slots
     backend = trainer.backend
     table = {"torch": _torch_formats, "tensorflow": _tf_formats,
              "chainer": _chainer_formats}[cfg.framework](backend)
+    table[HARNESS_FORMAT] = _harness_format(trainer)
     chosen = formats or list(table)
     unknown = [f for f in chosen if f not in table]
     if unknown:
@@ -164,28 +190,31 @@ def bench(framework: str, model: str, width: int, repeats: int,
     try:
         for name in chosen:
             save, load, with_optimizer, compressed = table[name]
-            save_times, load_times, size = [], [], 0
+            save_times, load_times, size, files = [], [], 0, 1
             for i in range(repeats):
                 d = root / f"{name}-{i}"
                 d.mkdir()
                 t0 = time.perf_counter()
                 save(d)
                 save_times.append(time.perf_counter() - t0)
-                size = disk_bytes(d)
+                size, files = disk_bytes(d), file_count(d)
                 t0 = time.perf_counter()
                 load(d)
                 load_times.append(time.perf_counter() - t0)
                 shutil.rmtree(d)
             predicted = state_bytes(parameters, "momentum" if with_optimizer else "sgd", "fp32")
             rows.append({"format": name, "includes_optimizer": with_optimizer,
-                         "compressed": compressed,
+                         "compressed": compressed, "files": files,
                          "ckpt_bytes": size, "predicted_bytes": predicted,
                          "overhead_bytes": size - predicted,
                          "overhead_ratio": (size - predicted) / predicted,
-                         "save_s": min(save_times), "load_s": min(load_times)})
+                         "save_s": statistics.median(save_times),
+                         "load_s": statistics.median(load_times),
+                         "save_min_s": min(save_times), "load_min_s": min(load_times)})
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return {"framework": cfg.framework, "model": model, "width": width,
+    return {"framework": cfg.framework, "model": model, "width": cfg.width,
+            "depth": cfg.depth, "repeats": repeats,
             "parameters": parameters, "predicted_state_bytes": state_bytes(parameters, "momentum"),
             "formats": rows, "env": capture_environment(cfg.framework).to_dict()}
 
@@ -221,12 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", default="64", help="comma-separated model widths")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--formats", default="")
+    parser.add_argument("--depth", type=int, default=None)
     args = parser.parse_args(argv)
     from testbed.errors import InputError
     try:
         for width in [int(w) for w in args.widths.split(",") if w]:
             report = bench(args.framework, args.model, width, args.repeats,
-                           [f for f in args.formats.split(",") if f] or None)
+                           [f for f in args.formats.split(",") if f] or None, args.depth)
             sys.stdout.write(json.dumps(report) + "\n")
             sys.stdout.flush()
     except InputError as exc:

@@ -37,15 +37,20 @@ FRAMEWORKS = {"torch": "real_runs.backends.torch_backend",
               "chainer": "real_runs.backends.chainer_backend"}
 FRAMEWORK_ALIASES = {"pytorch": "torch", "tf": "tensorflow", "keras": "tensorflow"}
 
-#: Models every back end builds (all scaled to run on a laptop CPU).
-MODELS = ("mlp", "cnn", "resnet")
+#: Models every back end builds, from the layer IR of :mod:`testbed.model.zoo.harness`
+#: (``resnet`` is the zoo's ``resnetmini``, ``resnet18`` its ``resnet18cifar``).
+MODELS = ("mlp", "cnn", "resnet", "resnet18")
+#: Training precisions the back ends run (fp32 everywhere; see each back end for the rest).
+PRECISIONS = ("fp32", "fp64", "bf16")
+#: Devices a run may train on (GPUs through PyTorch only).
+DEVICES = ("cpu", "cuda")
 
 #: Kinds of state a restore may deliberately omit, to show which state matters.
 OMITTABLE = ("rng", "optimizer", "data")
 
-IMAGE_SHAPE = (1, 8, 8)   # channels, height, width of the generated images
+IMAGE_SHAPE = (1, 8, 8)   # default channels, height, width of the generated images
 CLASSES = 10
-SAMPLES = 256
+SAMPLES = 256             # generated samples (more when one step needs more)
 
 
 def canonical_framework(name: str) -> str:
@@ -77,28 +82,62 @@ class RunConfig:
     lr_gamma: float = 0.8      # step decay of the learning rate ...
     lr_every: int = 4          # ... every this many steps (a real schedule object per framework)
     dropout: float = 0.25
-    width: int = 32            # hidden width / channels
+    width: int | None = None   # hidden width / channels (None: the model's default)
     checkpoint_every: int = 0  # 0: no periodic checkpoints
     keep: int = 3
+    depth: int | None = None   # layers / stages / blocks (None: the model's default)
+    input_shape: tuple[int, ...] | None = None   # C x H x W (None: the model's default)
+    precision: str = "fp32"
+    device: str = "cpu"        # "cuda": PyTorch on the first visible GPU
 
     def validated(self) -> RunConfig:
+        from testbed.model.zoo.harness import resolve_options
         cfg = replace(self, framework=canonical_framework(self.framework))
         check_model(cfg.model)
-        for name in ("steps", "batch_size", "width", "lr_every", "keep"):
+        for name in ("steps", "batch_size", "lr_every", "keep"):
             if getattr(cfg, name) <= 0:
                 raise InputError(f"{name} must be positive, got {getattr(cfg, name)}",
                                  field=name.replace("_", "-"))
+        opts = resolve_options(cfg.model, cfg.width, cfg.depth, cfg.input_shape)
+        cfg = replace(cfg, width=opts.width, depth=opts.depth, input_shape=opts.input_shape)
         if cfg.checkpoint_every < 0:
             raise InputError("checkpoint-every must be >= 0", field="checkpoint-every")
         if not 0.0 <= cfg.dropout < 1.0:
             raise InputError("dropout must be in [0, 1)", field="dropout")
+        if cfg.precision not in PRECISIONS:
+            raise UnknownNameError(f"unknown precision {cfg.precision!r}"
+                                   f"{did_you_mean(cfg.precision, PRECISIONS)}; "
+                                   f"known: {', '.join(PRECISIONS)}", field="precision")
+        if cfg.device not in DEVICES:
+            raise UnknownNameError(f"unknown device {cfg.device!r}; known: {', '.join(DEVICES)}",
+                                   field="device")
+        if cfg.device == "cuda" and cfg.framework != "torch":
+            raise InputError("GPU runs of the harness are PyTorch runs (--framework torch)",
+                             field="device")
         return cfg
 
+    def ir(self):
+        """The layer IR of this run's model (what every back end builds)."""
+        from testbed.model.zoo.harness import harness_model
+        return harness_model(self.model, self.width, self.depth, self.input_shape)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Per-sample input shape (the model's default when not set)."""
+        from testbed.model.zoo.harness import resolve_options
+        return resolve_options(self.model, self.width, self.depth, self.input_shape).input_shape
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["input_shape"] is not None:
+            data["input_shape"] = list(data["input_shape"])
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        data = dict(data)
+        if data.get("input_shape") is not None:
+            data["input_shape"] = tuple(int(d) for d in data["input_shape"])
         return cls(**data)
 
 
@@ -142,20 +181,41 @@ def make_backend(framework: str) -> Backend:
     return module.make()
 
 
+#: The top-level module each framework's import cost is measured on.
+FRAMEWORK_MODULES = {"torch": "torch", "tensorflow": "tensorflow", "chainer": "chainer"}
+
+
+def import_framework(framework: str) -> float:
+    """Import the framework's top-level module; the seconds it took (0 if loaded)."""
+    import time as _time
+    t0 = _time.perf_counter()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        importlib.import_module(FRAMEWORK_MODULES[canonical_framework(framework)])
+    return _time.perf_counter() - t0
+
+
 # -- data --------------------------------------------------------------------------------
 
-def _streams(seed: int) -> dict[str, np.random.SeedSequence]:
+def streams(seed: int) -> dict[str, np.random.SeedSequence]:
     names = ("data", "shuffle", "init", "python", "numpy_global", "framework")
     return dict(zip(names, np.random.SeedSequence(seed).spawn(len(names)), strict=True))
 
 
-def make_dataset(seed: int, samples: int = SAMPLES) -> tuple[np.ndarray, np.ndarray]:
+def make_dataset(seed: int, samples: int = SAMPLES,
+                 shape: tuple[int, ...] = IMAGE_SHAPE) -> tuple[np.ndarray, np.ndarray]:
     """A generated image-classification set: Gaussian images labelled by a random teacher."""
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed).spawn(1)[0]))
-    x = rng.standard_normal((samples, *IMAGE_SHAPE), dtype=np.float32)
-    teacher = rng.standard_normal((int(np.prod(IMAGE_SHAPE)), CLASSES)).astype(np.float32)
+    x = rng.standard_normal((samples, *shape), dtype=np.float32)
+    teacher = rng.standard_normal((int(np.prod(shape)), CLASSES)).astype(np.float32)
     y = np.argmax(x.reshape(samples, -1) @ teacher, axis=1).astype(np.int64)
     return x, y
+
+
+def dataset_samples(batch_size: int, world: int = 1) -> int:
+    """Samples generated for a run: :data:`SAMPLES`, or one global batch if larger."""
+    return max(SAMPLES, batch_size * world)
 
 
 class DataIterator:
@@ -196,34 +256,34 @@ def seed_process_globals(seed: int) -> None:
     masks from NumPy's global generator), so a real run must control and checkpoint
     them. Seeded from named SeedSequence streams, without ``np.random.seed``.
     """
-    streams = _streams(seed)
-    random.setstate(random.Random(int(streams["python"].generate_state(1)[0])).getstate())
-    local = np.random.RandomState(np.random.MT19937(streams["numpy_global"]))
+    named = streams(seed)
+    random.setstate(random.Random(int(named["python"].generate_state(1)[0])).getstate())
+    local = np.random.RandomState(np.random.MT19937(named["numpy_global"]))
     np.random.set_state(local.get_state())
 
 
 def framework_seed(seed: int) -> int:
     """A 31-bit seed for a framework's own generator, derived from the run seed."""
-    return int(_streams(seed)["framework"].generate_state(1)[0] & 0x7FFFFFFF)
+    return int(streams(seed)["framework"].generate_state(1)[0] & 0x7FFFFFFF)
 
 
-def _numpy_global_state() -> dict[str, Any]:
+def numpy_global_state() -> dict[str, Any]:
     name, keys, pos, has_gauss, gauss = np.random.get_state()
     return {"name": name, "keys": [int(k) for k in keys], "pos": int(pos),
             "has_gauss": int(has_gauss), "gauss": float(gauss)}
 
 
-def _restore_numpy_global(state: dict[str, Any]) -> None:
+def restore_numpy_global(state: dict[str, Any]) -> None:
     np.random.set_state((state["name"], np.asarray(state["keys"], dtype=np.uint32), state["pos"],
                          state["has_gauss"], state["gauss"]))
 
 
-def _python_state() -> list[Any]:
+def python_state() -> list[Any]:
     version, internal, gauss = random.getstate()
     return [version, list(internal), gauss]
 
 
-def _restore_python(state: list[Any]) -> None:
+def restore_python(state: list[Any]) -> None:
     random.setstate((state[0], tuple(state[1]), state[2]))
 
 
@@ -256,9 +316,10 @@ class Trainer:
     def __post_init__(self) -> None:
         seed_process_globals(self.cfg.seed)
         self.backend.build(self.cfg)
-        self.x, self.y = make_dataset(self.cfg.seed)
+        self.x, self.y = make_dataset(self.cfg.seed, dataset_samples(self.cfg.batch_size),
+                                      self.cfg.shape)
         self.iterator = DataIterator(len(self.x), self.cfg.batch_size,
-                                     _streams(self.cfg.seed)["shuffle"])
+                                     streams(self.cfg.seed)["shuffle"])
 
     def train_until(self, end_step: int, store: Any = None) -> None:
         """Train up to ``end_step``, checkpointing every ``checkpoint_every`` steps."""
@@ -278,8 +339,8 @@ class Trainer:
         self.emit({"event": "checkpoint_begin", "step": self.step})
         tmp = store.begin(self.step)
         self.backend.save(tmp)
-        state = {"step": self.step, "losses": self.losses, "python_random": _python_state(),
-                 "numpy_global": _numpy_global_state(), "data": self.iterator.state(),
+        state = {"step": self.step, "losses": self.losses, "python_random": python_state(),
+                 "numpy_global": numpy_global_state(), "data": self.iterator.state(),
                  "config": self.cfg.to_dict()}
         with open(tmp / "state.json", "w", encoding="utf-8") as stream:
             json.dump(state, stream)
@@ -307,14 +368,14 @@ class Trainer:
         self.step = int(state["step"])
         self.losses = [float(v) for v in state["losses"]]
         if "rng" not in omit:
-            _restore_python(state["python_random"])
-            _restore_numpy_global(state["numpy_global"])
+            restore_python(state["python_random"])
+            restore_numpy_global(state["numpy_global"])
         if "data" not in omit:
             self.iterator.restore(state["data"])
         else:
             # Without the iterator position the run restarts its data stream from scratch.
             self.iterator = DataIterator(len(self.x), self.cfg.batch_size,
-                                         _streams(self.cfg.seed)["shuffle"])
+                                         streams(self.cfg.seed)["shuffle"])
 
     def result(self) -> dict[str, Any]:
         params = self.backend.parameters()

@@ -70,13 +70,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES))
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--out", default=None, help="append measurement records (JSONL)")
+    parser.add_argument("--nodes", type=int, default=1, help="nodes the ranks span (records)")
     args = parser.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(",") if s)
     rows = bench(sizes, args.repeats)
     if rows is None:
         return 0
     from real_runs.env import capture_environment
-    from testbed.measurements import Measurement, write_measurements
+    from real_runs.records import collective_records, utc_now
+    from testbed.measurements import write_records
     env = capture_environment("mpi4py", world_size=rows[0]["world_size"])
     fits = {}
     for op in ("allreduce", "allgather"):
@@ -84,11 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         fits[op] = fit_latency_bandwidth([r["message_bytes"] for r in mine],
                                          [r["time_s"] for r in mine])
     if args.out:
-        write_measurements([Measurement(kind=r["op"], env=env,
-                                        params={"repeats": r["repeats"]},
-                                        metrics={k: r[k] for k in ("message_bytes", "time_s",
-                                                                   "min_time_s")})
-                            for r in rows], args.out)
+        write_records(args.out, collective_records(
+            [{**r, "backend": "mpi", "processes": r["world_size"]} for r in rows], env,
+            measured_at=utc_now(), source="real_runs.mpibench",
+            nodes=args.nodes), append=True)
     sys.stdout.write(json.dumps({"rows": rows, "fit": fits, "env": env.to_dict()}) + "\n")
     return 0
 

@@ -1,7 +1,12 @@
-"""Step-time profile of a run: forward / backward / update split, layer times, peak memory.
+"""Step-time profile of a run: forward / backward / update split, layer times, memory.
 
-The run happens in a fresh single-threaded worker process; the first step (graph
-building, allocator warm-up) is reported but left out of the means.
+One process: the configuration runs in a fresh single-threaded child
+(``real_runs.stepbench``): warm-up steps, then timed steps (their split, wall and CPU
+time), then a few more with per-layer hooks (hooks cost microseconds per layer, so
+they never touch the timed steps). ``processes > 1``: a gloo data-parallel run of that
+many local ranks (``real_runs.ddp``), each step's wall time and its gradient
+all-reduce from rank 0. The first steps (graph building, allocator warm-up) are left
+out of the figures.
 """
 
 from __future__ import annotations
@@ -9,40 +14,66 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
+from dataclasses import replace
 from typing import Any
 
 from real_runs.env import child_env, python_cmd
 from real_runs.harness import RunConfig
 from testbed.errors import InputError
 
+#: Steps timed with per-layer hooks after the timed steps.
+LAYER_STEPS = 3
+#: Steps of a data-parallel profile left out as warm-up.
+DP_WARMUP = 2
 
-def profile_run(cfg: RunConfig, timeout_s: float = 600.0) -> dict[str, Any]:
-    cfg = cfg.validated()
-    request = {"cfg": cfg.to_dict(), "ckpt_dir": None, "timings": True}
-    proc = subprocess.run(python_cmd("real_runs.worker", "--request", json.dumps(request)),
-                          capture_output=True, text=True, env=child_env(), timeout=timeout_s)
+
+def _stepbench(cfg: RunConfig, warmup: int, layer_steps: int, timeout_s: float) -> dict:
+    args = ["--configs", json.dumps([cfg.to_dict()]), "--warmup", str(warmup), "--steps",
+            str(cfg.steps), "--budget-s", "1e9", "--layer-steps", str(layer_steps)]
+    proc = subprocess.run(python_cmd("real_runs.stepbench", *args), capture_output=True,
+                          text=True, env=child_env(), timeout=timeout_s)
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    results = [rec for rec in lines if rec.get("type") == "result"]
-    if proc.returncode != 0 or not results:
+    if proc.returncode != 0 or not lines:
         tail = proc.stderr.strip().splitlines()
         message = tail[-1] if tail else f"exit status {proc.returncode}"
         if proc.returncode == 2:
             raise InputError(message.removeprefix("testbed: error: "))
         raise RuntimeError(f"profile run failed: {message}")
-    result = results[0]
-    timings = result["timings"]
-    steady = timings[1:] or timings
-    summary = {
-        "steps": len(timings),
-        "parameters": result["parameter_count"],
-        "first_step_s": sum(timings[0]),
-        "forward_s": statistics.fmean(t[0] for t in steady),
-        "backward_s": statistics.fmean(t[1] for t in steady),
-        "update_s": statistics.fmean(t[2] for t in steady),
-        "step_s": statistics.fmean(sum(t) for t in steady),
-        "peak_memory_bytes": result["peak_memory_bytes"],
-        "final_loss": result["losses"][-1],
-    }
-    env = result["env"]
-    return {"framework": cfg.framework, "model": cfg.model, "summary": summary,
-            "timings": timings, "layer_s": result["layer_s"], "env": env}
+    return lines[0]
+
+
+def profile_run(cfg: RunConfig, processes: int = 1, timeout_s: float = 600.0,
+                warmup: int = 1) -> dict[str, Any]:
+    """Profile ``cfg`` (``cfg.steps`` timed steps); see the module docstring."""
+    cfg = cfg.validated()
+    if processes < 1:
+        raise InputError("must be >= 1", field="--processes")
+    if processes > 1:
+        return _profile_dp(cfg, processes, timeout_s)
+    result = _stepbench(cfg, warmup, LAYER_STEPS, timeout_s)
+    summary = {k: result[k] for k in ("steps", "parameters", "first_step_s", "forward_s",
+                                      "backward_s", "update_s", "step_s", "step_cpu_s",
+                                      "step_min_s", "step_mean_s", "peak_memory_bytes",
+                                      "final_loss")}
+    return {"framework": cfg.framework, "model": cfg.model, "processes": 1,
+            "summary": summary, "timings": result["timings"], "layer_s": result["layer_s"],
+            "env": result["env"], "result": result}
+
+
+def _profile_dp(cfg: RunConfig, processes: int, timeout_s: float) -> dict[str, Any]:
+    from real_runs.ddp import supervise_group
+    from real_runs.env import capture_environment
+    if cfg.framework != "torch":
+        raise InputError("data-parallel profiles are PyTorch (gloo) runs", field="--framework")
+    run = replace(cfg, steps=cfg.steps + DP_WARMUP)
+    out = supervise_group(run, None, [], world=processes, timeout_s=timeout_s)
+    steady = out["timings"][DP_WARMUP:] or out["timings"]
+    steps = [t[0] for t in steady]
+    summary = {"steps": len(steps), "parameters": out["parameters"],
+               "step_s": statistics.median(steps), "step_mean_s": statistics.fmean(steps),
+               "step_min_s": min(steps), "allreduce_s": statistics.median(t[1] for t in steady),
+               "final_loss": out["losses"][-1]}
+    env = capture_environment("torch", world_size=processes).to_dict()
+    result = {"cfg": cfg.to_dict(), "env": env, **summary}
+    return {"framework": cfg.framework, "model": cfg.model, "processes": processes,
+            "summary": summary, "timings": steady, "layer_s": {}, "env": env, "result": result}

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,17 +71,42 @@ class Incarnation:
     lines: queue.Queue
     started: float
     stderr_path: Path
+    spawn_wall: float = 0.0
+
+
+@dataclass
+class RestartClock:
+    """What one restart's parts took (supervisor clock, seconds), filled as the new
+    process reports: its own start (``ready.started_wall`` minus the spawn), set-up
+    (framework import, model build), checkpoint load, first step."""
+
+    killed_t: float
+    process_start_s: float = 0.0
+    import_s: float = 0.0
+    setup_s: float = 0.0
+    load_s: float = 0.0
+    ready_t: float | None = None
+    load_t: float | None = None
+    ckpt_bytes: int = 0
+
+    def fields(self, resumed_t: float) -> dict[str, float]:
+        after = self.load_t if self.load_t is not None else self.ready_t
+        return {"process_start_s": self.process_start_s, "import_s": self.import_s,
+                "setup_s": self.setup_s,
+                "load_s": self.load_s, "ckpt_bytes": self.ckpt_bytes,
+                "first_step_s": max(resumed_t - after, 0.0) if after is not None else 0.0}
 
 
 def _spawn(request: dict[str, Any], extra_env: dict[str, str] | None = None) -> Incarnation:
     err = tempfile.NamedTemporaryFile(prefix="worker-", suffix=".err", delete=False)
+    spawn_wall = time.time()
     proc = subprocess.Popen(python_cmd("real_runs.worker", "--request", json.dumps(request)),
                             stdout=subprocess.PIPE, stderr=err, text=True,
                             env=child_env(extra_env))
     err.close()
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
-    return Incarnation(proc, lines, time.perf_counter(), Path(err.name))
+    return Incarnation(proc, lines, time.perf_counter(), Path(err.name), spawn_wall)
 
 
 def _stderr_tail(inc: Incarnation) -> str:
@@ -118,136 +143,207 @@ def _drain(inc: Incarnation, timeout_s: float) -> dict[str, Any]:
     return result
 
 
+def run_config_fields(cfg: RunConfig) -> dict[str, Any]:
+    """The measurement-record view of a run configuration (``TrainConfig`` fields)."""
+    return {"framework": cfg.framework, "model": cfg.model,
+            "model_options": {"width": cfg.width, "depth": cfg.depth},
+            "input_shape": "x".join(str(d) for d in cfg.shape), "precision": cfg.precision,
+            "batch_size": cfg.batch_size, "processes": 1, "backend": "none",
+            "device": "gpu" if cfg.device == "cuda" else "cpu"}
+
+
+@dataclass
+class _Run:
+    """The bookkeeping of one supervised run across its incarnations."""
+
+    timeline: Timeline
+    kills: int = 0
+    restarts: int = 0
+    lost_steps: int = 0
+    aborts: int = 0
+    commits: int = 0
+    corruptions: list[dict[str, Any]] = field(default_factory=list)
+    damages: list[str] = field(default_factory=list)
+    restart_parts: list[dict[str, Any]] = field(default_factory=list)
+    commit_bytes: dict[int, int] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    last_step_before_kill: int | None = None
+    clock: RestartClock | None = None
+
+
+@dataclass
+class _Incarnation:
+    """State of the incarnation being watched."""
+
+    inc: Incarnation
+    spec: KillSpec | None
+    resumed: bool
+    range_start: int | None = None
+    step: int | None = None
+    writing: int | None = None
+
+
+def _on_record(run: _Run, cur: _Incarnation, rec: dict[str, Any]) -> None:
+    """Book one record of the worker's protocol."""
+    tl = run.timeline
+    kind = rec.get("event")
+    if rec.get("type") == "result":
+        run.result = rec
+    elif kind == "ready" and run.clock is not None:
+        run.clock.ready_t = time.perf_counter() - tl.t0
+        run.clock.setup_s = float(rec.get("setup_s", 0.0))
+        run.clock.import_s = float(rec.get("import_s", 0.0))
+        run.clock.process_start_s = max(float(rec.get("started_wall", cur.inc.spawn_wall))
+                                        - cur.inc.spawn_wall, 0.0)
+    elif kind == "corruption_detected":
+        run.corruptions.append({"step": rec["step"], "reason": rec["reason"]})
+        tl.add(ev.CORRUPTION_DETECTED, step=rec["step"], reason=rec["reason"])
+    elif kind == "load":
+        tl.add(ev.LOAD, step=rec["step"], duration_s=rec["duration_s"])
+        if run.clock is not None:
+            run.clock.load_t = time.perf_counter() - tl.t0
+            run.clock.load_s = float(rec["duration_s"])
+            run.clock.ckpt_bytes = run.commit_bytes.get(int(rec["step"]), 0)
+    elif kind == "step":
+        cur.step = rec["step"]
+        if not cur.resumed:
+            _resumed(run, cur.step)
+            cur.resumed = True
+        if cur.range_start is None:
+            cur.range_start = cur.step
+    elif kind == "checkpoint_begin":
+        if cur.range_start is not None:
+            tl.add(ev.STEPS, start_step=cur.range_start, end_step=rec["step"])
+            cur.range_start = None
+        cur.writing = rec["step"]
+        tl.add(ev.CHECKPOINT_BEGIN, step=rec["step"])
+    elif kind == "checkpoint_commit":
+        cur.writing = None
+        run.commits += 1
+        run.commit_bytes[int(rec["step"])] = int(rec["bytes"])
+        tl.add(ev.CHECKPOINT_COMMIT, step=rec["step"], bytes=rec["bytes"],
+               duration_s=rec["duration_s"])
+
+
+def _resumed(run: _Run, step: int) -> None:
+    """The first step of a restarted incarnation: the restart is over."""
+    lost = 0
+    if run.last_step_before_kill is not None:
+        lost = max(run.last_step_before_kill - (step - 1), 0)
+        run.lost_steps += lost
+        run.last_step_before_kill = None
+    t = time.perf_counter() - run.timeline.t0
+    parts = run.clock.fields(t) if run.clock is not None else {}
+    if run.clock is not None:
+        run.restart_parts.append({"incarnation": run.restarts, "restart_s": t - run.clock.killed_t,
+                                  "lost_steps": lost, **parts})
+    run.timeline.add(ev.RESTART_END, step=step - 1, lost_steps=lost, **parts)
+    run.clock = None
+
+
+def _should_fire(cur: _Incarnation, run: _Run, now: float) -> bool:
+    spec = cur.spec
+    if spec is None or run.result is not None:
+        return False
+    if spec.at_step is not None and cur.step is not None and cur.step >= spec.at_step:
+        return True
+    if spec.during_checkpoint and cur.writing is not None:
+        return True
+    return spec.at_s is not None and now - cur.inc.started >= spec.at_s
+
+
+def _kill(run: _Run, cur: _Incarnation) -> None:
+    cur.inc.proc.send_signal(signal.SIGKILL)
+    cur.inc.proc.wait()
+    tl, spec = run.timeline, cur.spec
+    run.kills += 1
+    if cur.writing is not None:
+        run.aborts += 1
+        tl.add(ev.CHECKPOINT_ABORT, step=cur.writing)
+    if cur.range_start is not None and cur.step is not None:
+        tl.add(ev.STEPS, start_step=cur.range_start, end_step=cur.step)
+    tl.add(ev.FAILURE, cause="sigkill", node=0, step=cur.step or 0, when=spec.describe(),
+           at_step=spec.at_step, at_s=spec.at_s, during_checkpoint=spec.during_checkpoint)
+    run.clock = RestartClock(killed_t=time.perf_counter() - tl.t0)
+    if cur.step is not None:
+        run.last_step_before_kill = cur.step
+
+
+def _watch(run: _Run, cur: _Incarnation, deadline: float) -> bool:
+    """Follow one incarnation until it ends or is killed; True when killed."""
+    while True:
+        timeout = 0.05
+        spec = cur.spec
+        if spec is not None and spec.at_s is not None:
+            timeout = max(min(timeout, cur.inc.started + spec.at_s - time.perf_counter()), 0.0)
+        try:
+            rec = cur.inc.lines.get(timeout=timeout)
+        except queue.Empty:
+            rec = "tick"
+        now = time.perf_counter()
+        if now > deadline:
+            cur.inc.proc.kill()
+            cur.inc.proc.wait()
+            raise WorkerFailed("supervised run exceeded its time limit")
+        if rec is None:
+            return False
+        if isinstance(rec, dict):
+            _on_record(run, cur, rec)
+        if _should_fire(cur, run, now):
+            _kill(run, cur)
+            return True
+
+
 def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
               timeline_path: Path | None = None, max_kills: int = 50, verify: bool = False,
               timeout_s: float = 900.0) -> dict[str, Any]:
-    """Run ``cfg`` to completion under the kill plan; returns the summary record."""
+    """Run ``cfg`` to completion under the kill plan; returns the summary record (with
+    the timeline's records and each restart's parts)."""
     cfg = cfg.validated()
     if cfg.checkpoint_every <= 0:
         raise InputError("checkpoint-every must be positive for a supervised run",
                          field="checkpoint-every")
     store = CheckpointStore(ckpt_dir, cfg.framework, cfg.model, keep=cfg.keep)
     store.check_usable()
-    timeline = Timeline()
-    wall0 = time.perf_counter()
-    deadline = wall0 + timeout_s
-    kills = restarts = lost_steps = aborts = commits = 0
-    corruptions: list[dict[str, Any]] = []
-    damages: list[str] = []
-    result = None
+    run = _Run(Timeline())
+    wall0 = run.timeline.t0
+    deadline = time.perf_counter() + timeout_s
     incarnation = 0
-    last_step_before_kill: int | None = None
-    timeline.add(ev.JOB_START, incarnation=0, framework=cfg.framework, model=cfg.model,
-                 steps=cfg.steps)
-    while result is None:
-        spec = plan[incarnation] if incarnation < len(plan) and kills < max_kills else None
+    run.timeline.add(ev.JOB_START, incarnation=0, framework=cfg.framework, model=cfg.model,
+                     steps=cfg.steps, checkpoint_every=cfg.checkpoint_every,
+                     config=run_config_fields(cfg))
+    while run.result is None:
+        spec = plan[incarnation] if incarnation < len(plan) and run.kills < max_kills else None
         request = {"cfg": cfg.to_dict(), "ckpt_dir": str(ckpt_dir), "resume": True,
                    "pause_after_step": spec.at_step if spec is not None else None,
                    "write_delay_s": SLOW_WRITE_S if spec is not None and spec.during_checkpoint
                    else 0.0}
-        inc = _spawn(request)
-        range_start: int | None = None
-        step = None
-        writing: int | None = None
-        killed = False
-        resumed = incarnation == 0
-        while True:
-            timeout = 0.05
-            if spec is not None and spec.at_s is not None:
-                timeout = max(min(timeout, inc.started + spec.at_s - time.perf_counter()), 0.0)
-            try:
-                rec = inc.lines.get(timeout=timeout)
-            except queue.Empty:
-                rec = "tick"
-            now = time.perf_counter()
-            if now > deadline:
-                inc.proc.kill()
-                inc.proc.wait()
-                raise WorkerFailed("supervised run exceeded its time limit")
-            if rec is None:
-                break
-            if isinstance(rec, dict):
-                kind = rec.get("event")
-                if rec.get("type") == "result":
-                    result = rec
-                elif kind == "corruption_detected":
-                    corruptions.append({"step": rec["step"], "reason": rec["reason"]})
-                    timeline.add(ev.CORRUPTION_DETECTED, step=rec["step"], reason=rec["reason"])
-                elif kind == "load":
-                    timeline.add(ev.LOAD, step=rec["step"], duration_s=rec["duration_s"])
-                elif kind == "step":
-                    step = rec["step"]
-                    if not resumed:
-                        resumed = True
-                        if last_step_before_kill is not None:
-                            lost_steps += max(last_step_before_kill - (step - 1), 0)
-                            last_step_before_kill = None
-                        timeline.add(ev.RESTART_END, step=step - 1)
-                    if range_start is None:
-                        range_start = step
-                elif kind == "checkpoint_begin":
-                    if range_start is not None:
-                        timeline.add(ev.STEPS, start_step=range_start, end_step=rec["step"])
-                        range_start = None
-                    writing = rec["step"]
-                    timeline.add(ev.CHECKPOINT_BEGIN, step=rec["step"])
-                elif kind == "checkpoint_commit":
-                    writing = None
-                    commits += 1
-                    timeline.add(ev.CHECKPOINT_COMMIT, step=rec["step"], bytes=rec["bytes"],
-                                 duration_s=rec["duration_s"])
-            fire = False
-            if spec is not None and result is None:
-                if spec.at_step is not None and step is not None and step >= spec.at_step:
-                    fire = True
-                elif spec.during_checkpoint and writing is not None:
-                    fire = True
-                elif spec.at_s is not None and now - inc.started >= spec.at_s:
-                    fire = True
-            if fire:
-                inc.proc.send_signal(signal.SIGKILL)
-                inc.proc.wait()
-                killed = True
-                kills += 1
-                if writing is not None:
-                    aborts += 1
-                    timeline.add(ev.CHECKPOINT_ABORT, step=writing)
-                if range_start is not None and step is not None:
-                    timeline.add(ev.STEPS, start_step=range_start, end_step=step)
-                timeline.add(ev.FAILURE, cause="sigkill", node=0, step=step or 0,
-                             when=spec.describe())
-                last_step_before_kill = step if step is not None else last_step_before_kill
-                break
-        if killed:
-            if spec is not None and spec.damage:
+        cur = _Incarnation(_spawn(request), spec, resumed=incarnation == 0)
+        if _watch(run, cur, deadline):
+            if spec.damage:
                 newest = store.committed()
                 if newest:
-                    damages.append(damage_checkpoint(newest[-1].path, spec.damage, seed=kills))
-            restarts += 1
+                    run.damages.append(damage_checkpoint(newest[-1].path, spec.damage,
+                                                         seed=run.kills))
+            run.restarts += 1
             incarnation += 1
-            timeline.add(ev.RESTART_BEGIN, incarnation=incarnation)
-            inc.stderr_path.unlink(missing_ok=True)
+            run.timeline.add(ev.RESTART_BEGIN, incarnation=incarnation)
+            cur.inc.stderr_path.unlink(missing_ok=True)
             continue
-        code = inc.proc.wait()
-        if code != 0 or result is None:
-            message = _stderr_tail(inc)
-            inc.stderr_path.unlink(missing_ok=True)
-            if code == 2:
-                raise InputError(message.removeprefix("testbed: error: "))
-            raise WorkerFailed(f"worker exited with status {code}: {message}")
-        inc.stderr_path.unlink(missing_ok=True)
-        if range_start is not None and step is not None:
-            timeline.add(ev.STEPS, start_step=range_start, end_step=step)
-    timeline.add(ev.JOB_END, step=result["step"])
-    wall_time_s = time.perf_counter() - wall0
+        _finish_incarnation(run, cur)
+    result = run.result
+    run.timeline.add(ev.JOB_END, step=result["step"])
     summary: dict[str, Any] = {
         "framework": cfg.framework, "model": cfg.model, "seed": cfg.seed, "steps": cfg.steps,
-        "checkpoint_every": cfg.checkpoint_every, "kills": kills, "restarts": restarts,
-        "wall_time_s": wall_time_s, "lost_steps": lost_steps,
-        "checkpoints_committed": commits, "checkpoint_aborts": aborts,
-        "corruptions_detected": corruptions, "damaged": damages,
-        "final_params_sha256": result["params_sha256"], "losses": result["losses"],
-        "identical_to_uninterrupted": None, "env": result["env"],
+        "checkpoint_every": cfg.checkpoint_every, "kills": run.kills,
+        "restarts": run.restarts, "wall_time_s": time.perf_counter() - wall0,
+        "lost_steps": run.lost_steps, "checkpoints_committed": run.commits,
+        "checkpoint_aborts": run.aborts, "corruptions_detected": run.corruptions,
+        "damaged": run.damages, "final_params_sha256": result["params_sha256"],
+        "losses": result["losses"], "identical_to_uninterrupted": None, "env": result["env"],
+        "config": run_config_fields(cfg), "restart_parts": run.restart_parts,
+        "kill_plan": [asdict(spec) for spec in plan[:run.kills]],
+        "timeline_records": run.timeline.records,
     }
     if verify:
         reference = run_reference(cfg)
@@ -256,10 +352,24 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
             reference["params_sha256"] == result["params_sha256"]
             and reference["losses"] == result["losses"])
     if timeline_path is not None:
-        timeline.write(timeline_path)
+        run.timeline.write(timeline_path)
         summary["timeline"] = str(timeline_path)
-    summary["timeline_events"] = len(timeline.records)
+    summary["timeline_events"] = len(run.timeline.records)
     return summary
+
+
+def _finish_incarnation(run: _Run, cur: _Incarnation) -> None:
+    """The worker ended on its own: success (a result) or an error to report."""
+    code = cur.inc.proc.wait()
+    if code != 0 or run.result is None:
+        message = _stderr_tail(cur.inc)
+        cur.inc.stderr_path.unlink(missing_ok=True)
+        if code == 2:
+            raise InputError(message.removeprefix("testbed: error: "))
+        raise WorkerFailed(f"worker exited with status {code}: {message}")
+    cur.inc.stderr_path.unlink(missing_ok=True)
+    if cur.range_start is not None and cur.step is not None:
+        run.timeline.add(ev.STEPS, start_step=cur.range_start, end_step=cur.step)
 
 
 def default_timeline_path(ckpt_dir: Path) -> Path:

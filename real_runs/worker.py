@@ -32,6 +32,9 @@ from typing import Any, TextIO
 from testbed.errors import InputError
 
 PAUSE_S = 60.0
+#: Wall-clock time this process reached its own code (interpreter start and the imports
+#: above behind it): the supervisor subtracts its spawn time to get the process start.
+STARTED_WALL = time.time()
 
 
 def _protocol_stream() -> TextIO:
@@ -45,7 +48,7 @@ def _protocol_stream() -> TextIO:
 def run_request(request: dict[str, Any], emit) -> dict[str, Any]:
     """Run one training request; returns the result record."""
     from real_runs.env import capture_environment
-    from real_runs.harness import OMITTABLE, RunConfig, Trainer, make_backend
+    from real_runs.harness import OMITTABLE, RunConfig, Trainer, import_framework, make_backend
     from real_runs.store import CheckpointStore
 
     cfg = RunConfig.from_dict(request["cfg"]).validated()
@@ -72,8 +75,10 @@ def run_request(request: dict[str, Any], emit) -> dict[str, Any]:
                 time.sleep(PAUSE_S)
 
     started = time.perf_counter()
+    import_s = import_framework(cfg.framework)
     trainer = Trainer(cfg, make_backend(cfg.framework), emit=emit)
-    emit({"event": "ready", "setup_s": time.perf_counter() - started})
+    emit({"event": "ready", "setup_s": time.perf_counter() - started, "import_s": import_s,
+          "started_wall": STARTED_WALL})
     loaded_step = 0
     if store is not None and request.get("resume", True):
         for name in store.clean_partial():

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from real_runs.backends.common import peak_rss_bytes
-from real_runs.harness import CLASSES, IMAGE_SHAPE, RunConfig, StepResult
+from real_runs.harness import RunConfig, StepResult
 
 MODEL_FILE = "chainer_model.npz"
 OPTIMIZER_FILE = "chainer_optimizer.npz"
@@ -30,74 +30,71 @@ def import_chainer():
     return chainer
 
 
-def build_model(name: str, width: int, dropout: float):
+def build_model(name: str, width: int | None = None, dropout: float = 0.25, *,
+                depth: int | None = None, input_shape: tuple[int, ...] | None = None):
+    """Harness model ``name`` as a Chainer chain built from its layer IR."""
+    from testbed.model.zoo.harness import harness_model
+    return build_from_ir(harness_model(name, width, depth, input_shape), dropout)
+
+
+def _link(links, layer):
+    """The Chainer link of one IR layer with weights (None for functions)."""
+    if layer.kind == "conv":
+        return links.Convolution2D(layer.x[0], layer.y[0], tuple(layer.kernel),
+                                   stride=tuple(layer.stride), pad=tuple(layer.padding),
+                                   nobias=layer.extra_params == 0, groups=layer.groups)
+    if layer.kind == "bn":
+        return links.BatchNormalization(layer.x[0])
+    if layer.kind == "fc":
+        return links.Linear(int(np.prod(layer.x)), layer.y[0], nobias=layer.extra_params == 0)
+    return None
+
+
+def build_from_ir(model_ir, dropout: float):
+    """A ``chainer.Chain`` that runs the IR's layers in order along its edges; links
+    are created in layer order (initial weights come from NumPy's global generator)."""
     chainer = import_chainer()
     functions, links = chainer.functions, chainer.links
-    channels, height, width_px = IMAGE_SHAPE
 
-    if name == "mlp":
-        class MLP(chainer.Chain):
-            def __init__(self) -> None:
-                super().__init__()
-                with self.init_scope():
-                    self.l1 = links.Linear(channels * height * width_px, width)
-                    self.l2 = links.Linear(width, width)
-                    self.l3 = links.Linear(width, CLASSES)
-
-            def forward(self, x):
-                h = functions.relu(self.l1(x))
-                h = functions.dropout(h, dropout)
-                return self.l3(functions.relu(self.l2(h)))
-        return MLP()
-
-    if name == "cnn":
-        half = max(width // 2, 1)
-
-        class CNN(chainer.Chain):
-            def __init__(self) -> None:
-                super().__init__()
-                with self.init_scope():
-                    self.c1 = links.Convolution2D(channels, half, 3, pad=1)
-                    self.c2 = links.Convolution2D(half, width, 3, pad=1)
-                    self.fc = links.Linear(width * (height // 4) * (width_px // 4), CLASSES)
-
-            def forward(self, x):
-                h = functions.max_pooling_2d(functions.relu(self.c1(x)), 2)
-                h = functions.max_pooling_2d(functions.relu(self.c2(h)), 2)
-                return self.fc(functions.dropout(h, dropout))
-        return CNN()
-
-    c = max(width // 2, 2)
-
-    class Block(chainer.Chain):
+    class IRChain(chainer.Chain):
         def __init__(self) -> None:
             super().__init__()
+            self.plan = []
             with self.init_scope():
-                self.conv1 = links.Convolution2D(c, c, 3, pad=1, nobias=True)
-                self.bn1 = links.BatchNormalization(c)
-                self.conv2 = links.Convolution2D(c, c, 3, pad=1, nobias=True)
-                self.bn2 = links.BatchNormalization(c)
+                for layer in model_ir.layers:
+                    key = layer.name.replace(".", "_")
+                    link = _link(links, layer)
+                    if link is not None:
+                        setattr(self, key, link)
+                    self.plan.append((layer, key))
+
+        def _apply(self, layer, key, h):
+            kind = layer.kind
+            if kind in ("conv", "bn", "fc"):
+                return getattr(self, key)(h)
+            if kind == "relu":
+                return functions.relu(h)
+            if kind == "dropout":
+                return functions.dropout(h, dropout)
+            if kind == "maxpool":
+                return functions.max_pooling_2d(h, tuple(layer.kernel), stride=tuple(layer.stride),
+                                                pad=tuple(layer.padding), cover_all=False)
+            if kind == "avgpool" and all(d == 1 for d in layer.y[1:]):
+                return functions.average(h, axis=(2, 3), keepdims=True)
+            raise ValueError(f"the Chainer harness cannot build IR layer {layer.name} ({kind})")
 
         def forward(self, x):
-            h = functions.relu(self.bn1(self.conv1(x)))
-            return functions.relu(self.bn2(self.conv2(h)) + x)
+            outputs = {}
+            h = x
+            for layer, key in self.plan:
+                if layer.kind == "add":
+                    h = outputs[layer.inputs[0]] + outputs[layer.inputs[1]]
+                else:
+                    h = self._apply(layer, key, outputs[layer.inputs[0]] if layer.inputs else h)
+                outputs[layer.name] = h
+            return h
 
-    class ResNet(chainer.Chain):
-        def __init__(self) -> None:
-            super().__init__()
-            with self.init_scope():
-                self.stem = links.Convolution2D(channels, c, 3, pad=1, nobias=True)
-                self.bn = links.BatchNormalization(c)
-                self.b1 = Block()
-                self.b2 = Block()
-                self.fc = links.Linear(c, CLASSES)
-
-        def forward(self, x):
-            h = functions.relu(self.bn(self.stem(x)))
-            h = self.b2(self.b1(h))
-            h = functions.average(h, axis=(2, 3))
-            return self.fc(functions.dropout(h, dropout))
-    return ResNet()
+    return IRChain()
 
 
 def model_arrays(model) -> dict[str, np.ndarray]:
@@ -116,7 +113,13 @@ class ChainerBackend:
         chainer = import_chainer()
         self.chainer = chainer
         self.cfg = cfg
-        self.model = build_model(cfg.model, cfg.width, cfg.dropout)
+        if cfg.precision == "bf16":
+            from testbed.errors import InputError
+            raise InputError("Chainer has no bfloat16; use fp32 or fp64", field="precision")
+        self.dtype = np.float64 if cfg.precision == "fp64" else np.float32
+        with chainer.using_config("dtype", self.dtype):
+            self.model = build_model(cfg.model, cfg.width, cfg.dropout, depth=cfg.depth,
+                                     input_shape=cfg.input_shape)
         self.optimizer = chainer.optimizers.MomentumSGD(lr=cfg.lr, momentum=cfg.momentum)
         self.optimizer.setup(self.model)
 
@@ -128,7 +131,8 @@ class ChainerBackend:
         functions = self.chainer.functions
         self.optimizer.lr = self._scheduled_lr()
         t0 = time.perf_counter()
-        loss = functions.softmax_cross_entropy(self.model(x), y.astype(np.int32))
+        loss = functions.softmax_cross_entropy(self.model(x.astype(self.dtype, copy=False)),
+                                               y.astype(np.int32))
         t1 = time.perf_counter()
         self.model.cleargrads()
         loss.backward()

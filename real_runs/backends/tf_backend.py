@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from real_runs.backends.common import peak_rss_bytes
-from real_runs.harness import CLASSES, IMAGE_SHAPE, RunConfig, StepResult, framework_seed
+from real_runs.harness import RunConfig, StepResult, framework_seed
 
 CHECKPOINT_FILE = "keras_state.npz"
 
@@ -36,45 +36,57 @@ def setup_determinism(seed: int):
     return tf, keras
 
 
-def build_model(keras, name: str, width: int, dropout: float, seed: int):
-    """MLP, small CNN and ResNet-style CNN with explicit per-layer seeds (NHWC input)."""
+def build_model(keras, name: str, width: int | None, dropout: float, seed: int, *,
+                depth: int | None = None, input_shape: tuple[int, ...] | None = None):
+    """Harness model ``name`` as a Keras functional model built from its layer IR."""
+    from testbed.model.zoo.harness import harness_model
+    return build_from_ir(keras, harness_model(name, width, depth, input_shape), dropout, seed)
+
+
+def build_from_ir(keras, model_ir, dropout: float, seed: int):
+    """A Keras model (NHWC) running the IR's layers in order along its edges.
+
+    Padding is explicit (``ZeroPadding2D`` then a ``valid`` convolution), which is
+    PyTorch's arithmetic; every initializer and dropout layer has its own seed.
+    """
     layers = keras.layers
-    counter = iter(range(seed * 97 + 1, seed * 97 + 1000))
+    counter = iter(range(seed * 97 + 1, seed * 97 + 100_000))
 
     def init():
         return keras.initializers.GlorotUniform(seed=next(counter))
 
-    channels, height, width_px = IMAGE_SHAPE
+    channels, height, width_px = model_ir.input_shape
     inp = keras.Input((height, width_px, channels))
-    if name == "mlp":
-        h = layers.Flatten()(inp)
-        h = layers.Dense(width, activation="relu", kernel_initializer=init())(h)
-        h = layers.Dropout(dropout, seed=next(counter))(h)
-        h = layers.Dense(width, activation="relu", kernel_initializer=init())(h)
-        out = layers.Dense(CLASSES, kernel_initializer=init())(h)
-    elif name == "cnn":
-        half = max(width // 2, 1)
-        h = layers.Conv2D(half, 3, padding="same", activation="relu", kernel_initializer=init())(inp)
-        h = layers.MaxPooling2D(2)(h)
-        h = layers.Conv2D(width, 3, padding="same", activation="relu", kernel_initializer=init())(h)
-        h = layers.MaxPooling2D(2)(h)
-        h = layers.Flatten()(h)
-        h = layers.Dropout(dropout, seed=next(counter))(h)
-        out = layers.Dense(CLASSES, kernel_initializer=init())(h)
-    else:
-        c = max(width // 2, 2)
-        h = layers.Conv2D(c, 3, padding="same", use_bias=False, kernel_initializer=init())(inp)
-        h = layers.ReLU()(layers.BatchNormalization()(h))
-        for _ in range(2):
-            r = layers.Conv2D(c, 3, padding="same", use_bias=False, kernel_initializer=init())(h)
-            r = layers.ReLU()(layers.BatchNormalization()(r))
-            r = layers.Conv2D(c, 3, padding="same", use_bias=False, kernel_initializer=init())(r)
-            r = layers.BatchNormalization()(r)
-            h = layers.ReLU()(layers.Add()([r, h]))
-        h = layers.GlobalAveragePooling2D()(h)
-        h = layers.Dropout(dropout, seed=next(counter))(h)
-        out = layers.Dense(CLASSES, kernel_initializer=init())(h)
-    return keras.Model(inp, out)
+    outputs: dict[str, object] = {}
+    h = inp
+    for layer in model_ir.layers:
+        src = outputs[layer.inputs[0]] if layer.inputs and layer.kind != "add" else h
+        kind = layer.kind
+        if kind == "conv":
+            if any(layer.padding):
+                src = layers.ZeroPadding2D(tuple(layer.padding))(src)
+            h = layers.Conv2D(layer.y[0], tuple(layer.kernel), strides=tuple(layer.stride),
+                              padding="valid", use_bias=layer.extra_params > 0,
+                              kernel_initializer=init())(src)
+        elif kind == "bn":
+            h = layers.BatchNormalization()(src)
+        elif kind == "relu":
+            h = layers.ReLU()(src)
+        elif kind == "dropout":
+            h = layers.Dropout(dropout, seed=next(counter))(src)
+        elif kind == "maxpool" and not any(layer.padding):
+            h = layers.MaxPooling2D(tuple(layer.kernel), strides=tuple(layer.stride))(src)
+        elif kind == "avgpool" and all(d == 1 for d in layer.y[1:]):
+            h = layers.GlobalAveragePooling2D(keepdims=True)(src)
+        elif kind == "fc":
+            h = layers.Dense(layer.y[0], use_bias=layer.extra_params > 0,
+                             kernel_initializer=init())(layers.Flatten()(src))
+        elif kind == "add":
+            h = layers.Add()([outputs[layer.inputs[0]], outputs[layer.inputs[1]]])
+        else:
+            raise ValueError(f"the Keras harness cannot build IR layer {layer.name} ({kind})")
+        outputs[layer.name] = h
+    return keras.Model(inp, h)
 
 
 def seed_generators(model) -> list:
@@ -89,7 +101,13 @@ class KerasBackend:
         seed = framework_seed(cfg.seed)
         tf, keras = setup_determinism(seed)
         self.tf, self.keras = tf, keras
-        self.model = build_model(keras, cfg.model, cfg.width, cfg.dropout, seed % 100_000)
+        # process-wide Keras settings: set on every build (a serving worker runs many)
+        keras.backend.set_floatx("float64" if cfg.precision == "fp64" else "float32")
+        keras.mixed_precision.set_global_policy(
+            "mixed_bfloat16" if cfg.precision == "bf16" else keras.backend.floatx())
+        self.precision = cfg.precision
+        self.model = build_model(keras, cfg.model, cfg.width, cfg.dropout, seed % 100_000,
+                                 depth=cfg.depth, input_shape=cfg.input_shape)
         schedule = keras.optimizers.schedules.ExponentialDecay(
             cfg.lr, decay_steps=cfg.lr_every, decay_rate=cfg.lr_gamma, staircase=True)
         self.optimizer = keras.optimizers.SGD(learning_rate=schedule, momentum=cfg.momentum)
@@ -99,6 +117,8 @@ class KerasBackend:
     def step(self, x: np.ndarray, y: np.ndarray) -> StepResult:
         tf = self.tf
         xb = tf.constant(np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
+        if self.precision == "fp64":
+            xb = tf.cast(xb, tf.float64)
         yb = tf.constant(y)
         t0 = time.perf_counter()
         with tf.GradientTape() as tape:

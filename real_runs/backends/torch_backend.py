@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from real_runs.backends.common import peak_rss_bytes
-from real_runs.harness import CLASSES, IMAGE_SHAPE, RunConfig, StepResult, framework_seed
+from real_runs.harness import RunConfig, StepResult, framework_seed
 
 CHECKPOINT_FILE = "torch_state.pt"
 
@@ -41,39 +41,75 @@ def setup_determinism(seed: int) -> None:
         torch.backends.cudnn.deterministic = True
 
 
-def build_model(name: str, width: int, dropout: float):
-    """The three harness models: MLP, small CNN, ResNet-style CNN (CPU-sized)."""
-    import torch
+def build_model(name: str, width: int | None = None, dropout: float = 0.25, *,
+                depth: int | None = None, input_shape: tuple[int, ...] | None = None):
+    """Harness model ``name`` as a ``torch.nn.Module`` built from its layer IR."""
+    from testbed.model.zoo.harness import harness_model
+    return build_from_ir(harness_model(name, width, depth, input_shape), dropout)
+
+
+def _module(layer, dropout: float):
+    """The ``torch.nn`` module of one IR layer (None for additions)."""
     from torch import nn
 
-    channels, height, width_px = IMAGE_SHAPE
-    if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(channels * height * width_px, width), nn.ReLU(),
-                             nn.Dropout(dropout), nn.Linear(width, width), nn.ReLU(),
-                             nn.Linear(width, CLASSES))
-    if name == "cnn":
-        half = max(width // 2, 1)
-        return nn.Sequential(nn.Conv2d(channels, half, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                             nn.Conv2d(half, width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                             nn.Flatten(), nn.Dropout(dropout),
-                             nn.Linear(width * (height // 4) * (width_px // 4), CLASSES))
+    kind = layer.kind
+    if kind == "conv":
+        return nn.Conv2d(layer.x[0], layer.y[0], tuple(layer.kernel), stride=tuple(layer.stride),
+                         padding=tuple(layer.padding), groups=layer.groups,
+                         bias=layer.extra_params > 0)
+    if kind == "bn":
+        return nn.BatchNorm2d(layer.x[0])
+    if kind == "relu":
+        return nn.ReLU()
+    if kind == "dropout":
+        return nn.Dropout(dropout)
+    if kind == "maxpool":
+        return nn.MaxPool2d(tuple(layer.kernel), stride=tuple(layer.stride),
+                            padding=tuple(layer.padding))
+    if kind == "avgpool":
+        if all(d == 1 for d in layer.y[1:]):
+            return nn.AdaptiveAvgPool2d(1)
+        return nn.AvgPool2d(tuple(layer.kernel), stride=tuple(layer.stride),
+                            padding=tuple(layer.padding))
+    if kind == "fc":
+        return nn.Linear(int(np.prod(layer.x)), layer.y[0], bias=layer.extra_params > 0)
+    if kind == "add":
+        return None
+    raise ValueError(f"the PyTorch harness cannot build IR layer kind {kind!r}")
 
-    class Block(nn.Module):
-        def __init__(self, c: int) -> None:
+
+def build_from_ir(model_ir, dropout: float):
+    """A ``torch.nn.Module`` that runs the IR's layers in order, following its edges
+    (``inputs``: skip connections and residual additions); modules are created in
+    layer order, so initial weights depend only on the seed."""
+    from torch import nn
+
+    class IRNet(nn.Module):
+        def __init__(self) -> None:
             super().__init__()
-            self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
-            self.bn1 = nn.BatchNorm2d(c)
-            self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
-            self.bn2 = nn.BatchNorm2d(c)
+            self.ir_name = model_ir.name
+            self.layers = nn.ModuleDict()
+            self.plan: list[tuple[str, str, str, tuple[str, ...]]] = []
+            for layer in model_ir.layers:
+                key = layer.name.replace(".", "_")
+                module = _module(layer, dropout)
+                if module is not None:
+                    self.layers[key] = module
+                self.plan.append((layer.name, key, layer.kind, layer.inputs))
 
         def forward(self, x):
-            out = torch.relu(self.bn1(self.conv1(x)))
-            return torch.relu(self.bn2(self.conv2(out)) + x)
+            outputs = {}
+            h = x
+            for name, key, kind, inputs in self.plan:
+                if kind == "add":
+                    h = outputs[inputs[0]] + outputs[inputs[1]]
+                else:
+                    src = outputs[inputs[0]] if inputs else h
+                    h = self.layers[key](src.flatten(1) if kind == "fc" else src)
+                outputs[name] = h
+            return h
 
-    c = max(width // 2, 2)
-    return nn.Sequential(nn.Conv2d(channels, c, 3, padding=1, bias=False), nn.BatchNorm2d(c),
-                         nn.ReLU(), Block(c), Block(c), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-                         nn.Dropout(dropout), nn.Linear(c, CLASSES))
+    return IRNet()
 
 
 class TorchBackend:
@@ -83,7 +119,17 @@ class TorchBackend:
         import torch
         setup_determinism(framework_seed(cfg.seed))
         self.torch = torch
-        self.model = build_model(cfg.model, cfg.width, cfg.dropout)
+        self.precision = cfg.precision
+        self.model = build_model(cfg.model, cfg.width, cfg.dropout, depth=cfg.depth,
+                                 input_shape=cfg.input_shape)
+        if cfg.precision == "fp64":
+            self.model = self.model.double()
+        self.device = torch.device("cuda" if cfg.device == "cuda" else "cpu")
+        if cfg.device == "cuda":
+            if not torch.cuda.is_available():
+                from testbed.errors import InputError
+                raise InputError("no CUDA GPU is visible to PyTorch", field="device")
+            self.model = self.model.to(self.device)
         self.model.train()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
         self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=cfg.lr_every,
@@ -91,11 +137,19 @@ class TorchBackend:
         self.loss_fn = torch.nn.CrossEntropyLoss()
         self._layer_s: dict[str, float] = {}
         self._starts: dict[str, float] = {}
-        for name, module in self.model.named_modules():
-            if name and not list(module.children()):
-                label = f"{name}:{type(module).__name__}"
-                module.register_forward_pre_hook(self._pre_hook(label))
-                module.register_forward_hook(self._post_hook(label))
+        self._hooked = False
+
+    def enable_layer_timing(self) -> None:
+        """Time every layer's forward pass with hooks from now on. Hooks cost a few
+        microseconds per layer and step, so step times are measured without them."""
+        if self._hooked:
+            return
+        self._hooked = True
+        names = {key: name for name, key, _, _ in self.model.plan}
+        for key, module in self.model.layers.items():
+            label = f"{names[key]}:{type(module).__name__}"
+            module.register_forward_pre_hook(self._pre_hook(label))
+            module.register_forward_hook(self._post_hook(label))
 
     def _pre_hook(self, name: str):
         def hook(module, args):
@@ -108,17 +162,30 @@ class TorchBackend:
             self._layer_s[name] = self._layer_s.get(name, 0.0) + elapsed
         return hook
 
+    def _forward_loss(self, xb, yb):
+        if self.precision == "bf16":
+            # mixed precision as PyTorch AMP does it: bf16 compute, fp32 weights
+            with self.torch.autocast(self.device.type, dtype=self.torch.bfloat16):
+                return self.loss_fn(self.model(xb), yb)
+        return self.loss_fn(self.model(xb), yb)
+
     def step(self, x: np.ndarray, y: np.ndarray) -> StepResult:
         torch = self.torch
-        xb, yb = torch.from_numpy(x), torch.from_numpy(y)
+        xb, yb = torch.from_numpy(x).to(self.device), torch.from_numpy(y).to(self.device)
+        if self.precision == "fp64":
+            xb = xb.double()
+        sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
         t0 = time.perf_counter()
-        loss = self.loss_fn(self.model(xb), yb)
+        loss = self._forward_loss(xb, yb)
+        sync()
         t1 = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        sync()
         t2 = time.perf_counter()
         self.optimizer.step()
         self.scheduler.step()
+        sync()
         t3 = time.perf_counter()
         return StepResult(float(loss.detach()), t1 - t0, t2 - t1, t3 - t2)
 
@@ -137,6 +204,7 @@ class TorchBackend:
 
     def load(self, directory: Path, omit: frozenset[str]) -> None:
         torch = self.torch
+        # RNG states must be CPU tensors; load_state_dict copies onto the model's device
         payload = torch.load(directory / CHECKPOINT_FILE, weights_only=True, map_location="cpu")
         self.model.load_state_dict(payload["model"])
         if "optimizer" not in omit:

@@ -14,7 +14,8 @@ from pathlib import Path
 import click
 
 from testbed.errors import InputError
-from testbed.units import parse_duration_s
+from testbed.files import check_writable_target
+from testbed.units import parse_duration_s, parse_shape
 
 
 def _echo_json(data) -> None:
@@ -28,14 +29,37 @@ def _echo_table(rows: list[tuple[str, object]]) -> None:
 
 
 def _run_config(framework: str, model: str, steps: int, seed: int, checkpoint_every: int,
-                keep: int):
+                keep: int, **options):
     from real_runs.harness import RunConfig
     if steps <= 0:
         raise InputError(f"steps must be positive, got {steps}", field="--steps")
+    shape = options.pop("input_shape", None)
+    if shape is not None:
+        options["input_shape"] = parse_shape(shape, source="--input-shape")
+    options = {k: v for k, v in options.items() if v is not None}
     return RunConfig(framework=framework, model=model, seed=seed, steps=steps,
-                     checkpoint_every=checkpoint_every, keep=keep).validated()
+                     checkpoint_every=checkpoint_every, keep=keep, **options).validated()
 
 
+def model_options(func):
+    """The harness model's size and training options shared by the run commands."""
+    for decorator in reversed((
+            click.option("--batch-size", type=int, default=None,
+                         help="samples per step and process (default 16)"),
+            click.option("--width", type=int, default=None, help="model width (default: the model's)"),
+            click.option("--depth", type=int, default=None, help="layers / stages / blocks"),
+            click.option("--input-shape", default=None, help="per-sample input, e.g. 3x32x32"),
+            click.option("--precision", type=click.Choice(["fp32", "fp64", "bf16"]),
+                         default=None, help="training precision (default fp32)"),
+            click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None,
+                         help="cuda: PyTorch on the first visible GPU"))):
+        func = decorator(func)
+    return func
+
+
+def _write_records(path: str, records) -> None:
+    from testbed.measurements import write_records
+    write_records(path, records, append=True, field="--measurements")
 
 
 @click.group("real-run")
@@ -45,7 +69,7 @@ def real_run() -> None:
 
 @real_run.command("train")
 @click.option("--framework", required=True, help="torch, tensorflow or chainer")
-@click.option("--model", default="mlp", show_default=True, help="mlp, cnn or resnet")
+@click.option("--model", default="mlp", show_default=True, help="mlp, cnn, resnet or resnet18")
 @click.option("--steps", type=int, required=True, help="total training steps")
 @click.option("--checkpoint-every", type=int, default=5, show_default=True)
 @click.option("--keep", type=int, default=3, show_default=True, help="checkpoints kept")
@@ -62,14 +86,17 @@ def real_run() -> None:
 @click.option("--measurements", type=click.Path(dir_okay=False), default=None,
               help="append a measurement record (JSONL) here")
 @click.option("--json", "as_json", is_flag=True)
+@model_options
 def train_cmd(framework, model, steps, checkpoint_every, keep, seed, kill_mtbf, kill_trace,
-              max_kills, ckpt_dir, timeline, verify, measurements, as_json) -> None:
+              max_kills, ckpt_dir, timeline, verify, measurements, as_json, **options) -> None:
     """Train under a supervisor that SIGKILLs and restarts the job from checkpoints."""
     from real_runs.faults import mtbf_plan, parse_kill_trace
     from real_runs.store import CheckpointStore
     from real_runs.supervisor import default_timeline_path, supervise
 
-    cfg = _run_config(framework, model, steps, seed, checkpoint_every, keep)
+    if measurements:
+        check_writable_target(measurements, field="--measurements")
+    cfg = _run_config(framework, model, steps, seed, checkpoint_every, keep, **options)
     if checkpoint_every <= 0:
         raise InputError("must be positive", field="--checkpoint-every")
     if max_kills < 0:
@@ -92,14 +119,11 @@ def train_cmd(framework, model, steps, checkpoint_every, keep, seed, kill_mtbf, 
                         verify=verify)
     summary["ckpt_dir"] = str(directory)
     if measurements:
-        from testbed.measurements import Environment, Measurement, write_measurements
-        record = Measurement(
-            kind="supervised_run", env=Environment.from_dict(summary["env"]),
-            params={"model": cfg.model, "steps": steps, "checkpoint_every": checkpoint_every,
-                    "seed": seed, "kill_mtbf": kill_mtbf, "kill_trace": kill_trace},
-            metrics={k: summary[k] for k in ("kills", "restarts", "wall_time_s", "lost_steps",
-                                             "checkpoints_committed", "checkpoint_aborts")})
-        write_measurements([record], measurements)
+        from real_runs.records import supervised_records, utc_now
+        _write_records(measurements, supervised_records(
+            summary, measured_at=utc_now(), run_id=f"{cfg.framework}-{cfg.model}-s{seed}-"
+            f"{len(plan)}k-{directory.name}"))
+    summary.pop("timeline_records", None)
     if as_json:
         _echo_json(summary)
     else:
@@ -126,16 +150,13 @@ def checkpoint_bench_cmd(framework, model, width, repeats, formats, measurements
     check_model(model)
     if width <= 0 or repeats <= 0:
         raise InputError("width and repeats must be positive")
+    if measurements:
+        check_writable_target(measurements, field="--measurements")
     report = run_bench_subprocess(fw, model, width, repeats,
                                   formats.split(",") if formats else None)
     if measurements:
-        from testbed.measurements import Environment, Measurement, write_measurements
-        env = Environment.from_dict(report["env"])
-        write_measurements([Measurement(kind="checkpoint_format", env=env,
-                                        params={"model": model, "width": width,
-                                                "format": row["format"]},
-                                        metrics={k: v for k, v in row.items() if k != "format"})
-                            for row in report["formats"]], measurements)
+        from real_runs.records import checkpoint_records, utc_now
+        _write_records(measurements, checkpoint_records(report, measured_at=utc_now()))
     if as_json:
         _echo_json(report)
         return
@@ -153,37 +174,54 @@ def checkpoint_bench_cmd(framework, model, width, repeats, formats, measurements
 @click.option("--model", default="mlp", show_default=True)
 @click.option("--steps", type=int, default=20, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--processes", type=int, default=1, show_default=True,
+              help="N > 1: gloo data parallelism over N local processes (PyTorch)")
 @click.option("--measurements", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True)
-def profile_cmd(framework, model, steps, seed, measurements, as_json) -> None:
+@model_options
+def profile_cmd(framework, model, steps, seed, processes, measurements, as_json,
+                **options) -> None:
     """Per-step forward/backward/update times, per-layer times and peak memory."""
     from real_runs.profile import profile_run
-    cfg = _run_config(framework, model, steps, seed, 0, 1)
-    report = profile_run(cfg)
+    if processes < 1:
+        raise InputError("must be >= 1", field="--processes")
     if measurements:
-        from testbed.measurements import Environment, Measurement, write_measurements
-        env = Environment.from_dict(report["env"])
-        records = [Measurement(kind="train_step", env=env,
-                               params={"model": model, "step": i + 1, "seed": seed},
-                               metrics={"forward_s": f, "backward_s": b, "update_s": u,
-                                        "step_s": f + b + u})
-                   for i, (f, b, u) in enumerate(report["timings"])]
-        records.append(Measurement(kind="train_summary", env=env,
-                                   params={"model": model, "steps": steps, "seed": seed},
-                                   metrics=report["summary"]))
-        write_measurements(records, measurements)
+        check_writable_target(measurements, field="--measurements")
+    cfg = _run_config(framework, model, steps, seed, 0, 1, **options)
+    report = profile_run(cfg, processes=processes)
+    if measurements:
+        from real_runs.records import step_records, train_config, utc_now
+        from testbed.measurements import make_record
+        env = report["env"]
+        config = train_config(cfg.to_dict(), processes, "gloo" if processes > 1 else "none")
+        steps_recs = [make_record("train_step", env=env, config=config, step=i + 1,
+                                  metrics=_step_metrics(t, processes))
+                      for i, t in enumerate(report["timings"])]
+        _write_records(measurements, steps_recs + step_records(
+            report["result"], measured_at=utc_now(), source="testbed real-run profile",
+            processes=processes, backend="gloo" if processes > 1 else "none"))
+    report.pop("result", None)
     if as_json:
         _echo_json(report)
     else:
-        _echo_table(sorted(report["summary"].items()))
+        _echo_table(sorted((k, v) for k, v in report["summary"].items()))
+
+
+def _step_metrics(timing: list[float], processes: int) -> dict:
+    if processes > 1:
+        return {"step_s": timing[0], "allreduce_s": timing[1]}
+    f, b, u = timing
+    return {"step_s": f + b + u, "forward_s": f, "backward_s": b, "update_s": u}
 
 
 @real_run.command("slurm")
-@click.option("--framework", required=True)
+@click.option("--framework", default="torch", show_default=True)
 @click.option("--model", default="mlp", show_default=True)
 @click.option("--run", "run_kind", type=click.Choice(["train", "ddp", "mpi-bench",
-                                                      "chainer-mpi"]),
+                                                      "chainer-mpi", "calibration"]),
               default="train", show_default=True)
+@click.option("--calibration", is_flag=True,
+              help="the calibration set on real GPUs (= --run calibration)")
 @click.option("--nodes", type=int, default=1, show_default=True)
 @click.option("--gpus-per-node", type=int, default=4, show_default=True)
 @click.option("--steps", type=int, default=100, show_default=True)
@@ -192,19 +230,33 @@ def profile_cmd(framework, model, steps, seed, measurements, as_json) -> None:
 @click.option("--partition", default=None)
 @click.option("--account", default=None)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--venv", default=None, help="virtual environment to activate (its folder)")
+@click.option("--module", "modules", multiple=True,
+              help="a `module load` line (repeatable), e.g. --module cuda/12.4")
+@click.option("--workdir", default=None,
+              help="the testbed repository on the cluster (default: the submit folder)")
+@click.option("--results", default=None, help="records folder (default results/JOBID)")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
               help="write the script here (default: stdout)")
-def slurm_cmd(framework, model, run_kind, nodes, gpus_per_node, steps, checkpoint_every,
-              time_limit, partition, account, seed, output) -> None:
-    """Write an sbatch script for the same run on a GPU cluster (srun/torchrun, mpirun)."""
+def slurm_cmd(framework, model, run_kind, calibration, nodes, gpus_per_node, steps,
+              checkpoint_every, time_limit, partition, account, seed, venv, modules, workdir,
+              results, output) -> None:
+    """Write an sbatch script for the same run on a GPU cluster (srun/torchrun, mpirun),
+    with its environment set up (--module, --venv)."""
     from real_runs.slurm import SlurmJob, render_sbatch
+    if calibration:
+        if run_kind not in ("train", "calibration"):
+            raise InputError("--calibration is a run of its own; drop --run", field="--run")
+        run_kind = "calibration"
     job = SlurmJob(framework=framework, model=model, run=run_kind, nodes=nodes,
                    gpus_per_node=gpus_per_node, steps=steps, checkpoint_every=checkpoint_every,
                    time_s=parse_duration_s(time_limit, source="--time"), partition=partition,
-                   account=account, seed=seed).validated()
+                   account=account, seed=seed, venv=venv, modules=tuple(modules),
+                   workdir=workdir, results=results).validated()
     script = render_sbatch(job)
     if output:
-        Path(output).write_text(script, encoding="utf-8")
+        from testbed.files import write_text
+        write_text(check_writable_target(output, field="-o"), script, field="-o")
         click.echo(f"wrote {output}")
     else:
         click.echo(script, nl=False)

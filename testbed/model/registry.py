@@ -17,6 +17,7 @@ from testbed.errors import InputError, UnknownNameError
 from testbed.model.ir import Model
 from testbed.model.netfile import load_net
 from testbed.model.zoo import alexnet, cosmoflow, resnet50, resnet152, unet3d, vgg16
+from testbed.model.zoo.harness import cnn, mlp, resnet18cifar, resnetmini
 from testbed.units import did_you_mean, parse_shape
 
 #: Canonical name → (builder, default per-sample input shape, one-line description).
@@ -27,12 +28,17 @@ MODELS: dict[str, tuple[Callable[..., Model], tuple[int, ...], str]] = {
     "alexnet": (alexnet, (3, 224, 224), "AlexNet, torchvision variant (64/192/384/256/256)"),
     "cosmoflow": (cosmoflow, (4, 128, 128, 128), "CosmoFlow 3-D CNN (ParaDL layer list)"),
     "unet3d": (unet3d, (1, 128, 128, 128), "3-D U-Net (Çiçek et al. 2016), 4 levels"),
+    "mlp": (mlp, (1, 8, 8), "real-run harness MLP (width 32, 2 hidden layers)"),
+    "cnn": (cnn, (1, 8, 8), "real-run harness CNN (2 conv stages, width 32)"),
+    "resnetmini": (resnetmini, (1, 8, 8), "real-run harness residual CNN (--model resnet)"),
+    "resnet18cifar": (resnet18cifar, (3, 32, 32), "ResNet-18, CIFAR variant (3x3 stem)"),
 }
 
 _ALIASES = {
     "resnet": "resnet50", "rn50": "resnet50", "resnet50v15": "resnet50",
     "rn152": "resnet152", "vgg": "vgg16", "vggd": "vgg16", "cosmo": "cosmoflow",
     "unet": "unet3d", "3dunet": "unet3d", "unet3": "unet3d",
+    "miniresnet": "resnetmini", "resnet18": "resnet18cifar", "cifarresnet18": "resnet18cifar",
 }
 
 

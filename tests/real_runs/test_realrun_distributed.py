@@ -15,7 +15,7 @@ from real_runs.ddp import RankKill, supervise_group
 from real_runs.env import child_env
 from real_runs.harness import RunConfig
 from real_runs.mpibench import fit_latency_bandwidth
-from testbed.measurements import read_measurements
+from testbed.measurements import read_records
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.timeout(300)]
 
@@ -58,8 +58,10 @@ def test_mpi_collective_benchmark(tmp_path):
                    "5", "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    records = read_measurements(out)
-    assert len(records) == 8 and {r.kind for r in records} == {"allreduce", "allgather"}
+    records = [r for _, r in read_records(out)]
+    assert len(records) == 8 and {r.kind for r in records} == {"collective"}
+    assert {r.op for r in records} == {"allreduce", "allgather"}
+    assert all(r.backend == "mpi" and r.processes == 2 for r in records)
     assert all(r.env.world_size == 2 and r.env.framework == "mpi4py" for r in records)
     for op in ("allreduce", "allgather"):
         rows = [r for r in report["rows"] if r["op"] == op]

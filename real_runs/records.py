@@ -1,0 +1,111 @@
+"""The harnesses' results as measurement records (:mod:`testbed.measurements`).
+
+One function per kind of run: step-time benchmarks (``train_summary`` and, with layer
+timing, ``layer_times``), collective benchmarks (``collective``), checkpoint-format
+benchmarks (``checkpoint``), supervised fault-injection runs (``supervised_run`` and
+one ``restart`` per restart). Every record carries the environment the harness
+captured and, where the caller gives one, the run's time (``measured_at``) and id.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from testbed.measurements import Environment, Record, make_record
+
+
+def utc_now() -> str:
+    """The current time as a record timestamp (harness side: the wall clock is allowed
+    here, never in the core)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _env(env: Environment | dict) -> dict:
+    return env.to_dict() if isinstance(env, Environment) else dict(env)
+
+
+def train_config(cfg: dict[str, Any], processes: int = 1, backend: str = "none") -> dict:
+    """``TrainConfig`` fields of a :class:`~real_runs.harness.RunConfig` dict."""
+    shape = cfg.get("input_shape") or (1, 8, 8)
+    return {"framework": cfg["framework"], "model": cfg["model"],
+            "model_options": {k: int(cfg[k]) for k in ("width", "depth") if cfg.get(k)},
+            "input_shape": "x".join(str(int(d)) for d in shape),
+            "precision": cfg.get("precision", "fp32"), "batch_size": int(cfg["batch_size"]),
+            "processes": processes, "backend": backend,
+            "device": "gpu" if cfg.get("device") == "cuda" else "cpu"}
+
+
+def step_records(result: dict[str, Any], *, measured_at: str | None = None,
+                 run_id: str = "", source: str = "real_runs.stepbench",
+                 processes: int = 1, backend: str = "none") -> list[Record]:
+    """A step-time benchmark result (``real_runs.stepbench``) as records."""
+    config = train_config(result["cfg"], processes, backend)
+    keys = ("steps", "step_s", "step_mean_s", "step_min_s", "step_cpu_s", "first_step_s",
+            "forward_s", "backward_s", "update_s", "allreduce_s", "peak_memory_bytes",
+            "parameters", "final_loss")
+    metrics = {k: result[k] for k in keys if result.get(k) is not None}
+    common = {"env": _env(result["env"]), "measured_at": measured_at, "source": source,
+              "run_id": run_id}
+    out = [make_record("train_summary", config=config, metrics=metrics, **common)]
+    if result.get("layer_s"):
+        out.append(make_record("layer_times", config=config,
+                               metrics={"steps": 1, "layer_s": result["layer_s"]}, **common))
+    return out
+
+
+def collective_records(rows: list[dict[str, Any]], env: Environment | dict, *,
+                       measured_at: str | None = None, source: str = "",
+                       nodes: int = 1) -> list[Record]:
+    """Collective micro-benchmark rows (``real_runs.collbench``, ``real_runs.mpibench``)."""
+    return [make_record("collective", env=_env(env), measured_at=measured_at, source=source,
+                        op=row["op"], backend=row["backend"], processes=row["processes"],
+                        nodes=nodes,
+                        metrics={"message_bytes": row["message_bytes"], "time_s": row["time_s"],
+                                 "min_time_s": row.get("min_time_s"),
+                                 "repeats": row.get("repeats", 1)})
+            for row in rows]
+
+
+def checkpoint_records(report: dict[str, Any], *, measured_at: str | None = None,
+                       source: str = "real_runs.formats") -> list[Record]:
+    """A checkpoint-format benchmark report (``real_runs.formats``) as records."""
+    options = {k: int(report[k]) for k in ("width", "depth") if report.get(k)}
+    return [make_record("checkpoint", env=_env(report["env"]), measured_at=measured_at,
+                        source=source, framework=report["framework"], format=row["format"],
+                        model=report["model"], model_options=options,
+                        parameters=report["parameters"],
+                        includes_optimizer=row["includes_optimizer"],
+                        compressed=row["compressed"],
+                        metrics={"ckpt_bytes": row["ckpt_bytes"], "files": row.get("files", 1),
+                                 "state_bytes": row["predicted_bytes"], "save_s": row["save_s"],
+                                 "load_s": row["load_s"], "save_min_s": row.get("save_min_s"),
+                                 "load_min_s": row.get("load_min_s"),
+                                 "repeats": report.get("repeats", 1)})
+            for row in report["formats"]]
+
+
+def supervised_records(summary: dict[str, Any], *, measured_at: str | None = None,
+                       run_id: str = "", source: str = "testbed real-run train") -> list[Record]:
+    """A supervised run (``real_runs.supervisor.supervise``): the run and its restarts."""
+    env = _env(summary["env"])
+    kills = [{k: v for k, v in spec.items() if v not in (None, False)}
+             for spec in summary.get("kill_plan", [])]
+    run = make_record(
+        "supervised_run", env=env, measured_at=measured_at, source=source, run_id=run_id,
+        config=summary["config"], steps=summary["steps"],
+        checkpoint_every=summary["checkpoint_every"], kills=kills,
+        metrics={k: summary[k] for k in ("wall_time_s", "kills", "restarts", "lost_steps",
+                                         "checkpoints_committed", "checkpoint_aborts")},
+        timeline=summary.get("timeline_records", []))
+    restarts = [make_record(
+        "restart", env=env, measured_at=measured_at, source=source, run_id=run_id,
+        framework=summary["framework"], model=summary["model"],
+        incarnation=part["incarnation"],
+        metrics={"restart_s": part["restart_s"], "process_start_s": part["process_start_s"],
+                 "setup_s": part["setup_s"], "import_s": part.get("import_s"),
+                 "load_s": part["load_s"],
+                 "first_step_s": part["first_step_s"],
+                 "ckpt_bytes": part.get("ckpt_bytes", 0)})
+        for part in summary.get("restart_parts", []) if part.get("restart_s", 0) > 0]
+    return [run, *restarts]

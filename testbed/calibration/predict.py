@@ -1,0 +1,185 @@
+"""What a calibrated profile predicts for each measured record.
+
+One function per record kind, each returning :class:`Prediction` s (a record may give
+several: a checkpoint's save and load time) or none when the profile has no fit that
+covers it:
+
+* ParaDL/ABCI iterations: the oracle (:func:`testbed.oracle.estimate`) with the
+  profile's ``calibration`` — the same request ``testbed calibrate`` scores;
+* harness training steps: the compute fit (the model's own line, else the law), plus
+  for data-parallel runs the gradient and loss all-reduces from the network fit;
+* collectives: the α–β of the network fit; checkpoints: the storage fit; restarts:
+  the restart fit with the storage fit's load of the checkpoint's bytes;
+* supervised runs: the replay (:mod:`testbed.calibration.replay`), run through the
+  ``simulate`` callable the application passes in (the simulator engine) — without
+  one, the replay's own schedule gives the wall time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from testbed.calibration.compute import find_fit, measured_step_s, model_ir, predict_compute_s
+from testbed.calibration.network import collective_time_s, find_collective, measured_time_s
+from testbed.calibration.paradl import is_paradl_record, measurement_of
+from testbed.calibration.replay import (
+    HARNESS_FORMAT,
+    kill_times,
+    plan_of_record,
+    replay_costs,
+    replay_spec,
+)
+from testbed.calibration.restart import find_restart, restart_time_s
+from testbed.calibration.section import RecordsFit
+from testbed.calibration.storage import (
+    find_storage,
+    load_time_s,
+    measured_load_s,
+    measured_save_s,
+    save_time_s,
+)
+from testbed.errors import InputError
+from testbed.measurements import (
+    Checkpoint,
+    Collective,
+    Record,
+    Restart,
+    SupervisedRun,
+    TrainSummary,
+)
+from testbed.systems import SystemProfile
+
+#: Bytes of one fp32 gradient value (the harnesses all-reduce fp32 gradients).
+GRAD_BYTES = 4
+#: ``simulate(spec) -> (wall_s, checkpoint_s, restart_s, lost_s)`` of one replication.
+Simulate = Callable[[object], tuple[float, float, float, float]]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One predicted quantity of one record, with what it rests on."""
+
+    quantity: str
+    measured: float
+    predicted: float
+    label: str
+    basis: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _train(rec: TrainSummary, fit: RecordsFit) -> list[Prediction]:
+    cfg = rec.config
+    compute = find_fit(fit.compute, cfg.framework, cfg.precision, cfg.device)
+    if compute is None:
+        return []
+    ir = model_ir(cfg)
+    got = predict_compute_s(compute, ir, cfg.batch_size)
+    if got is None:
+        return []
+    pred, basis = got
+    label = f"{cfg.framework} {ir.name} b={cfg.batch_size} {cfg.precision}"
+    if cfg.processes == 1:
+        measured, _ = measured_step_s(rec)
+        return [Prediction(f"{cfg.framework}_step_s", measured, pred, label, basis)]
+    ab = find_collective(fit.network, "allreduce", cfg.backend, cfg.processes)
+    if ab is None:
+        return []
+    comm = (collective_time_s(ab, ir.parameters * GRAD_BYTES, cfg.processes)
+            + collective_time_s(ab, GRAD_BYTES, cfg.processes))
+    return [Prediction(f"{cfg.framework}_dp{cfg.processes}_step_s", rec.metrics.step_s,
+                       pred + comm, f"{label} ×{cfg.processes} {cfg.backend}",
+                       f"{basis} + {cfg.backend} all-reduce")]
+
+
+def _paradl(rec: TrainSummary, system: SystemProfile) -> list[Prediction]:
+    from testbed.calibrate import request_for
+    from testbed.oracle import estimate
+    m = measurement_of(rec)
+    # a model the calibration has not measured still has a prediction: the system-wide
+    # values the fit learned across the measured ones (testbed.calibrate, step 4)
+    est = estimate(request_for(m, system))
+    if est.time_per_iteration_s is None:
+        return []
+    label = f"{m.model} {m.strategy} {m.gpus} GPU(s) B={m.global_batch}"
+    basis = getattr(est, "calibration", "") or ""
+    return [Prediction("paradl_iteration_s", m.s_per_iter, est.time_per_iteration_s, label,
+                       f"oracle: {basis}" if basis else "oracle")]
+
+
+def _collective(rec: Collective, fit: RecordsFit) -> list[Prediction]:
+    ab = find_collective(fit.network, rec.op, rec.backend, rec.processes)
+    if ab is None:
+        return []
+    size = rec.metrics.message_bytes
+    return [Prediction(f"{rec.backend}_{rec.op}_{rec.processes}p_s", measured_time_s(rec),
+                       collective_time_s(ab, size, rec.processes),
+                       f"{rec.op} {size} B × {rec.processes} ({rec.backend})",
+                       f"α–β {ab.tier}")]
+
+
+def _checkpoint(rec: Checkpoint, fit: RecordsFit) -> list[Prediction]:
+    st = find_storage(fit.storage, rec.framework, rec.format)
+    if st is None:
+        return []
+    size = rec.metrics.ckpt_bytes
+    label = f"{rec.framework} {rec.format} {size} B"
+    out = [Prediction("checkpoint_save_s", measured_save_s(rec), save_time_s(st, size), label,
+                      f"storage {rec.format}")]
+    load, measured = load_time_s(st, size), measured_load_s(rec)
+    if load is not None and measured is not None:
+        out.append(Prediction("checkpoint_load_s", measured, load, label,
+                              f"storage {rec.format}"))
+    return out
+
+
+def _restart(rec: Restart, fit: RecordsFit) -> list[Prediction]:
+    rf = find_restart(fit.restart, rec.framework)
+    if rf is None:
+        return []
+    load = 0.0
+    if rec.metrics.ckpt_bytes:
+        st = find_storage(fit.storage, rec.framework, HARNESS_FORMAT)
+        load = (load_time_s(st, rec.metrics.ckpt_bytes) or 0.0) if st else rec.metrics.load_s
+    return [Prediction("restart_s", rec.metrics.restart_s, restart_time_s(rf, load),
+                       f"{rec.framework} {rec.model} restart {rec.incarnation}", "restart fit")]
+
+
+def _supervised(rec: SupervisedRun, fit: RecordsFit, simulate: Simulate | None
+                ) -> list[Prediction]:
+    plan = plan_of_record(rec)
+    try:
+        costs = replay_costs(fit, plan)
+    except InputError:
+        return []
+    schedule = kill_times(plan, costs)
+    wall = schedule.wall_s
+    if simulate is not None:
+        wall = simulate(replay_spec(plan, costs, schedule, rec.run_id or "replay"))[0]
+    wall += schedule.start_s
+    label = (f"{rec.config.framework} {rec.config.model} {rec.steps} steps, "
+             f"{len(rec.kills)} kill(s)")
+    return [Prediction("run_wall_s", rec.metrics.wall_time_s, wall, label,
+                       "replay: " + costs.basis)]
+
+
+def predict_record(rec: Record, system: SystemProfile, fit: RecordsFit | None,
+                   simulate: Simulate | None = None) -> list[Prediction]:
+    """Every prediction the profile makes for ``rec`` (empty: not covered)."""
+    if isinstance(rec, TrainSummary) and is_paradl_record(rec):
+        return _paradl(rec, system)
+    if fit is None:
+        return []
+    if isinstance(rec, TrainSummary):
+        return _train(rec, fit)
+    if isinstance(rec, Collective):
+        return _collective(rec, fit)
+    if isinstance(rec, Checkpoint):
+        return _checkpoint(rec, fit)
+    if isinstance(rec, Restart):
+        return _restart(rec, fit)
+    if isinstance(rec, SupervisedRun):
+        return _supervised(rec, fit, simulate)
+    return []

@@ -1,0 +1,202 @@
+"""Record files as calibration input: read with their SHA-256, checked for one machine,
+and the ParaDL/ABCI CSV turned into records.
+
+:func:`load_records` reads every file once through :mod:`testbed.inputs` (bytes →
+SHA-256 → lines → validated records), so the hash in the fitted profile is the hash
+of exactly what was fitted. :func:`check_machine` refuses records of several machines,
+or of another machine than the profile's, unless forced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.calibration.section import InputFile, Machine
+from testbed.errors import InputError, ScenarioError
+from testbed.inputs import decode_utf8, parse_json, read_bytes, read_csv
+from testbed.measurements import Environment, Record, make_record, parse_record
+
+#: Columns of the ParaDL/ABCI calibration CSV (``../shared/data/abci-paradl``).
+PARADL_COLUMNS = ("model", "strategy", "gpus", "gpus_per_group", "samples_per_gpu",
+                  "global_batch", "input_sample_shape", "s_per_iter_median")
+#: The ABCI compute node of the ParaDL runs (ABCI 1.0 "Compute Node (V)": two Xeon
+#: Gold 6148, 20 cores each, four V100-SXM2 16 GB; abci.ai system overview).
+ABCI_ENV = {"host": "abci", "os": "Linux", "python": "unknown",
+            "cpu_model": "Intel Xeon Gold 6148", "cpu_count": 40,
+            "gpu_model": "Tesla V100-SXM2-16GB", "framework": "chainer",
+            "framework_version": "unknown"}
+_LOG_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})\.log$")
+
+
+@dataclass(frozen=True)
+class RecordFile:
+    """One input file: its path, SHA-256 and validated records with their lines."""
+
+    path: str
+    sha256: str
+    records: tuple[tuple[int, Record], ...]
+
+    def input_file(self) -> InputFile:
+        return InputFile(path=self.path, sha256=self.sha256, records=len(self.records))
+
+
+@dataclass(frozen=True)
+class RecordSet:
+    """Every record of the input files, in file and line order."""
+
+    files: tuple[RecordFile, ...]
+
+    @property
+    def records(self) -> list[Record]:
+        return [r for f in self.files for _, r in f.records]
+
+    def located(self) -> list[tuple[str, int, Record]]:
+        """``(file, line, record)`` for error messages and worst-case reports."""
+        return [(f.path, line, r) for f in self.files for line, r in f.records]
+
+    def of_kind(self, *kinds: str) -> list[Record]:
+        return [r for r in self.records if r.kind in kinds]
+
+    @property
+    def fitted_at(self) -> str | None:
+        """The newest ``measured_at`` (ISO 8601 strings of one format sort by time)."""
+        stamps = [r.measured_at for r in self.records if r.measured_at]
+        return max(stamps) if stamps else None
+
+
+def read_record_file(path: str | Path) -> RecordFile:
+    """Read and validate one JSONL record file (errors name the file and line)."""
+    source = str(path)
+    data = read_bytes(path, source=source)
+    text = decode_utf8(data, source=source)
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            value = parse_json(line, source=source, line=number)
+            records.append((number, parse_record(value, source=source, line=number)))
+    if not records:
+        raise ScenarioError("no records", source=source)
+    return RecordFile(path=source, sha256=hashlib.sha256(data).hexdigest(),
+                      records=tuple(records))
+
+
+def load_records(paths: Sequence[str | Path]) -> RecordSet:
+    """Read every record file (see :func:`read_record_file`)."""
+    if not paths:
+        raise InputError("give at least one record file (.jsonl)")
+    return RecordSet(tuple(read_record_file(p) for p in paths))
+
+
+def machine_of(env: Environment) -> Machine:
+    return Machine(host=env.host, cpu_model=env.cpu_model, gpu_model=env.gpu_model)
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def device_matches(profile_gpu_model: str, machine: Machine) -> bool:
+    """Whether a profile's device names the records' device: the GPU model for GPU
+    records (``V100-SXM2-16GB`` in ``Tesla V100-SXM2-16GB``), for CPU records a
+    CPU profile (its device named after the CPU, or a generic ``…cpu…`` one)."""
+    device = _norm(profile_gpu_model)
+    if machine.gpu_model.lower() != "none":
+        gpu = _norm(machine.gpu_model)
+        return bool(device) and (device in gpu or gpu in device)
+    return device == _norm(machine.cpu_model) or "cpu" in device
+
+
+def check_machine(records: RecordSet, profile_gpu_model: str, fitted: Machine | None, *,
+                  force: bool = False) -> Machine:
+    """The one machine of ``records``; refuses (unless ``force``) records of several
+    machines, of another machine than the one the profile was fitted on
+    (``fitted``), or of a device the profile does not describe."""
+    located = records.located()
+    first_path, first_line, first = located[0]
+    machine = machine_of(first.env)
+    if force:
+        return machine
+    for path, line, rec in located[1:]:
+        other = machine_of(rec.env)
+        if other != machine:
+            raise ScenarioError(f"record from another machine ({rec.env.machine}) than "
+                                f"{first_path}:{first_line} ({first.env.machine}); "
+                                "calibrate one machine at a time, or --force",
+                                source=path, line=line, field="env")
+    if fitted is not None and fitted != machine:
+        raise ScenarioError(f"records from {first.env.machine}, but the profile was fitted "
+                            f"on {fitted.host} | {fitted.cpu_model} | {fitted.gpu_model} "
+                            "(--force to fit anyway)", source=first_path, line=first_line,
+                            field="env")
+    if fitted is None and not device_matches(profile_gpu_model, machine):
+        raise ScenarioError(f"records from {first.env.machine}, but the profile describes "
+                            f"device {profile_gpu_model!r} (--force to fit anyway)",
+                            source=first_path, line=first_line, field="env")
+    return machine
+
+
+# --------------------------------------------------------------------------- ParaDL CSV
+
+def _log_time(source: str) -> str | None:
+    """The run time in a ParaDL log name (``…/2020-01-21-20-20-54.log``), as written."""
+    m = _LOG_TIME.search(source)
+    if not m:
+        return None
+    y, mo, d, h, mi, s = m.groups()
+    return f"{y}-{mo}-{d}T{h}:{mi}:{s}Z"
+
+
+def _int(row: dict[str, str], key: str, source: str, line: int) -> int:
+    try:
+        return int(row[key])
+    except (TypeError, ValueError):
+        raise ScenarioError(f"{row[key]!r} is not an integer", source=source, line=line,
+                            field=key) from None
+
+
+def _float(row: dict[str, str], key: str, source: str, line: int) -> float:
+    try:
+        return float(row[key])
+    except (TypeError, ValueError):
+        raise ScenarioError(f"{row[key]!r} is not a number", source=source, line=line,
+                            field=key) from None
+
+
+def paradl_record(row: dict[str, str], source: str, line: int) -> Record:
+    """One ABCI run (a row of the ParaDL CSV) as a ``train_summary`` record."""
+    gpus = _int(row, "gpus", source, line)
+    fields = {
+        "env": {**ABCI_ENV, "world_size": max(gpus, 1)},
+        "measured_at": _log_time(row.get("source") or ""),
+        "source": row.get("source") or f"{source}:{line}",
+        "note": "; ".join(v for v in (row.get("basis"), row.get("run_status")) if v),
+        "config": {
+            "framework": "chainer", "model": row["model"].strip(),
+            "input_shape": row["input_sample_shape"].strip(), "precision": "fp32",
+            "batch_size": _int(row, "samples_per_gpu", source, line), "processes": gpus,
+            "strategy": row["strategy"].strip(),
+            "group_size": _int(row, "gpus_per_group", source, line),
+            "global_batch": _int(row, "global_batch", source, line),
+            "backend": "nccl", "device": "gpu"},
+        "metrics": {"steps": max(_int(row, "n", source, line) if row.get("n") else 1, 1),
+                    "step_s": _float(row, "s_per_iter_median", source, line)},
+    }
+    if row.get("s_per_iter_mean"):
+        fields["metrics"]["step_mean_s"] = _float(row, "s_per_iter_mean", source, line)
+    try:
+        return make_record("train_summary", **fields)
+    except InputError as exc:
+        raise ScenarioError(exc.message, source=source, line=line, field=exc.field) from None
+
+
+def import_paradl(path: str | Path) -> list[Record]:
+    """Every row of a ParaDL/ABCI calibration CSV as a record (errors: file, line, column)."""
+    source = str(path)
+    rows = read_csv(path, source=source, required=PARADL_COLUMNS)
+    if not rows:
+        raise ScenarioError("no measurements", source=source)
+    return [paradl_record(row, source, line) for line, row in rows]

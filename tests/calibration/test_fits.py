@@ -1,0 +1,129 @@
+"""The fits recover the constants of synthetic measurements made from their own models,
+and a calibrated profile is deterministic, loadable and self-describing."""
+
+from __future__ import annotations
+
+import pytest
+
+from testbed.calibration.compute import features, fit_compute, law_time_s, predict_compute_s
+from testbed.calibration.fit import fit_records
+from testbed.calibration.network import collective_time_s, fit_network
+from testbed.calibration.profile import load_calibrated, validate_profile
+from testbed.calibration.records import RecordFile, RecordSet, load_records
+from testbed.calibration.restart import fit_restart, restart_time_s
+from testbed.calibration.section import ComputeLaw, Residuals
+from testbed.calibration.storage import fit_storage, load_time_s, save_time_s
+from testbed.measurements import make_record
+from testbed.model.zoo.harness import harness_model
+from tests.calibration.conftest import (
+    checkpoint_record,
+    collective_record,
+    env,
+    train_record,
+    write_lines,
+)
+
+#: A law to generate step times from (seconds per layer, parameter, MAC, patch element).
+TRUE_LAW = ComputeLaw(per_layer_s={"conv": 4e-5, "fc": 2e-5, "bn": 0.0, "other": 1e-5},
+                      per_parameter_s=2e-9, conv_mac_s=3e-11, fc_mac_s=1e-11,
+                      conv_patch_s=1e-9,
+                      residuals=Residuals(n=0, accuracy=0, mape_pct=0, worst_accuracy=0))
+MODELS = [("mlp", 32), ("mlp", 128), ("mlp", 512), ("cnn", 16), ("cnn", 64), ("cnn", 128)]
+BATCHES = (4, 16, 64)
+
+
+def _synthetic_train(stamp="2025-01-01T00:00:00Z"):
+    return [train_record(m, w, b, law_time_s(TRUE_LAW, harness_model(m, width=w), b),
+                         stamp=stamp) for m, w in MODELS for b in BATCHES]
+
+
+def test_compute_fit_recovers_lines_and_law():
+    (fit,) = fit_compute(_synthetic_train())
+    assert fit.quantity == "step_cpu_s" and fit.framework == "torch"
+    for m, w in MODELS:
+        ir = harness_model(m, width=w)
+        line = fit.models[ir.name]
+        f = features(ir)
+        fixed = (sum(TRUE_LAW.per_layer_s[k] * f.layers[k] for k in f.layers)
+                 + TRUE_LAW.per_parameter_s * f.parameters)
+        assert line.fixed_s == pytest.approx(fixed, rel=1e-4)
+        assert line.residuals.accuracy == pytest.approx(1.0, abs=1e-4)
+    # a model the fit never saw: the law predicts it from its layers
+    unseen = harness_model("cnn", width=32)
+    pred, basis = predict_compute_s(fit, unseen, 8)
+    assert basis == "law"
+    assert pred == pytest.approx(law_time_s(TRUE_LAW, unseen, 8), rel=1e-3)
+
+
+def test_network_fit_recovers_ring_alpha_beta():
+    alpha_s, bw = 40e-6, 1.5e9     # per ring step, per link
+    sizes = [4 * 4**k for k in range(10)]
+    recs = [collective_record(s, 2 * alpha_s + s / bw) for s in sizes]   # ring, n = 2
+    (ab,) = fit_network(recs, [("shm", 1), ("loopback", 8)])
+    assert ab.tier == "loopback" and ab.processes == 2
+    assert ab.latency_us == pytest.approx(40.0, rel=1e-5)
+    assert ab.bandwidth_GBps == pytest.approx(1.5, rel=1e-5)
+    # the same α–β at 4 ranks: 6 steps of α, 3/2 of the bytes over the link
+    assert collective_time_s(ab, 1e6, 4) == pytest.approx(6 * alpha_s + 1.5e6 / bw, rel=1e-5)
+
+
+def test_storage_fit_recovers_latency_and_bandwidth():
+    recs = [checkpoint_record(n, 0.004 + n / 0.5e9, 0.002 + n / 2e9, params=n // 8)
+            for n in (10_000, 1_000_000, 30_000_000)]
+    (st,) = fit_storage(recs)
+    assert st.save_latency_s == pytest.approx(0.004, rel=1e-4)
+    assert st.write_GBps == pytest.approx(0.5, rel=1e-4)
+    assert st.read_GBps == pytest.approx(2.0, rel=1e-4) and st.per_file_ms == pytest.approx(4 / 3)
+    assert save_time_s(st, 5e6) == pytest.approx(0.004 + 0.01, rel=1e-4)
+    assert load_time_s(st, 5e6) == pytest.approx(0.002 + 0.0025, rel=1e-4)
+
+
+def test_restart_fit_takes_medians_and_the_load_from_storage():
+    def rec(total, load):
+        return make_record("restart", env=env(), framework="torch", model="mlp", incarnation=1,
+                           metrics={"restart_s": total, "process_start_s": 0.1, "setup_s": 2.0,
+                                    "load_s": load, "first_step_s": 0.01})
+    (rf,) = fit_restart([rec(2.2, 0.01), rec(2.4, 0.02), rec(9.0, 0.01)])
+    assert rf.setup_s == 2.0 and rf.points == 3
+    assert rf.other_s == pytest.approx(2.4 - 2.13, rel=1e-6)     # median of the remainders
+    assert restart_time_s(rf, 0.05) == pytest.approx(rf.other_s + 2.11 + 0.05)
+
+
+def _profile(records, tmp_path, name="p"):
+    path = write_lines(tmp_path / f"{name}.jsonl", records)
+    return fit_records(load_records([path]), load_calibrated("laptop-cpu"))
+
+
+def test_profile_is_deterministic_loadable_and_records_its_inputs(tmp_path):
+    records = _synthetic_train("2025-01-02T03:04:05Z") + [
+        collective_record(4 * 4**k, 2e-4 + 4 * 4**k / 1e9) for k in range(8)]
+    records[3] = records[3].model_copy(update={"measured_at": "2025-03-01T00:00:00Z"})
+    first, second = _profile(records, tmp_path), _profile(records, tmp_path)
+    assert first.text == second.text
+    sec = first.section
+    assert sec.fitted_at == "2025-03-01T00:00:00Z"            # newest record, not the clock
+    assert sec.inputs[0].records == len(records) and len(sec.inputs[0].sha256) == 64
+    assert sec.machine.host == "testhost" and sec.base == "laptop-cpu"
+    out = tmp_path / "profile.yaml"
+    out.write_text(first.text)
+    prof = load_calibrated(out)
+    assert prof.fit == sec
+    # fitted α–β went into the tier the 2 processes span; per-model compute into the
+    # profile's calibration (seconds per sample at the median batch)
+    tier = next(t for t in prof.system.network.tiers if t.name == "loopback")
+    assert tier.latency_us == pytest.approx(100.0, rel=1e-4)
+    assert tier.bandwidth_GBps == pytest.approx(1.0, rel=1e-4)
+    mc = prof.system.calibration.models["mlp-w128"]
+    assert mc.batch == 16 and mc.precision == "fp32"
+
+
+def test_a_fit_never_writes_what_would_not_load():
+    bad = {"name": "x", "gpu": {}, "calibration": {"records_fit": {"base": 3}}}
+    with pytest.raises(Exception, match="records_fit"):
+        validate_profile(bad, "<test>")
+
+
+def test_record_set_fitted_at_is_none_without_times():
+    rec = collective_record(8, 1e-4).model_copy(update={"measured_at": None})
+    rs = RecordSet((RecordFile("x", "0" * 64, ((1, rec),)),))
+    assert rs.fitted_at is None
