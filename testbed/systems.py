@@ -4,7 +4,11 @@ Profiles are YAML files shipped in ``testbed/data/systems/`` (or any path) with 
 (``bandwidth_GBps`` = 10⁹ bytes/s, ``latency_us``, ``memory_GiB``, ``peak_TFLOPS``).
 A profile may also hold a ``calibration`` section — measured compute times and fitted
 efficiencies — written by ``testbed calibrate``; the oracle prefers measured values
-over FLOP-based estimates when present.
+over FLOP-based estimates when present. A profile calibrated from measurement records
+also carries ``calibration.records_fit`` (:class:`testbed.calibration.section.RecordsFit`:
+per-framework step-time lines and laws, α–β per backend and tier, checkpoint storage
+per format, restart costs), which the oracle, the checkpoint cost and the restart
+default read.
 
 Network tiers are listed innermost first; a collective among ``p`` GPUs placed on
 consecutive GPUs (whole nodes first) runs on the smallest tier whose ``span_gpus``
@@ -16,10 +20,11 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from testbed.calibration.section import RecordsFit, collective_backend
 from testbed.datafiles import named_file, names
 from testbed.errors import ScenarioError, UnknownNameError
 from testbed.inputs import load_yaml
@@ -27,6 +32,10 @@ from testbed.schema import Strict as _Strict
 from testbed.schema import validate
 from testbed.units import did_you_mean
 
+#: Physical bounds of a profile's numbers (beyond them a value is a typo): a device with
+#: more than 64 TiB of memory or more than 100 PFLOPS of dense peak does not exist.
+MAX_DEVICE_MEMORY_GIB = 65536.0
+MAX_PEAK_TFLOPS = 1e5
 
 class CurvePoint(_Strict):
     """Achieved compute rate of one precision on one model family, as a curve over the
@@ -42,11 +51,11 @@ class GpuSpec(_Strict):
     """One accelerator: peak throughput by precision, achieved compute as data, memory."""
 
     model: str
-    memory_GiB: float = Field(gt=0)
+    memory_GiB: float = Field(gt=0, le=MAX_DEVICE_MEMORY_GIB)
     memory_bytes_override: int | None = Field(default=None, gt=0,
                                               description="exact usable bytes (ParaDL: 16e9)")
-    peak_TFLOPS: dict[str, float]
-    compute_efficiency: dict[str, float] = Field(
+    peak_TFLOPS: dict[str, Annotated[float, Field(gt=0, le=MAX_PEAK_TFLOPS)]]
+    compute_efficiency: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
         default_factory=lambda: {"default": 0.4},
         description="achieved / peak FLOP rate for FLOP-based compute estimates")
     reserved_GiB: float = Field(default=0.0, ge=0,
@@ -241,7 +250,17 @@ class StrategyCalibration(_Strict):
 
 
 class ModelCalibration(_Strict):
+    """Measured compute of one model. Without ``fixed_s``, ``s_per_sample`` is the step
+    time over the batch at ``batch`` (ABCI/ParaDL: one measured batch), spread over the
+    profile's compute curve. With ``fixed_s`` (fitted over several batches), a step of
+    ``b`` samples takes ``fixed_s + s_per_sample · b``: the fixed part — launching every
+    layer, the optimizer step — is added, not a floor."""
+
     s_per_sample: float = Field(gt=0, description="forward+backward seconds per sample, 1 GPU")
+    fixed_s: float | None = Field(default=None, ge=0,
+                                  description="per-step cost independent of the batch (s)")
+    framework: str | None = Field(default=None,
+                                  description="framework measured (None: not recorded)")
     input_shape: str | None = None
     forward_flops: float | None = Field(default=None, gt=0,
                                         description="per-sample forward FLOPs at input_shape; "
@@ -268,6 +287,12 @@ class Calibration(_Strict):
         default_factory=dict, description="strategy -> median factors over measured models")
     models: dict[str, ModelCalibration] = Field(default_factory=dict)
     accuracy: dict[str, float] = Field(default_factory=dict)
+    records_fit: RecordsFit | None = None
+
+    def to_data(self) -> dict:
+        """Plain data as a profile writes it: unset optional values left out, so a
+        calibration without the newer fields keeps its bytes."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class ParaDLRules(_Strict):
@@ -298,6 +323,33 @@ class SystemProfile(_Strict):
         if self.calibration is None:
             return None
         return self.calibration.models.get(model_name)
+
+    @property
+    def records_fit(self) -> RecordsFit | None:
+        """The fitted section of a profile calibrated from records (else None)."""
+        return self.calibration.records_fit if self.calibration is not None else None
+
+    @property
+    def device_kind(self) -> str:
+        """``cpu`` when the profile's device is a CPU (its name says so), else ``gpu``:
+        which compute fits of the records describe it."""
+        return "cpu" if "cpu" in self.gpu.model.lower() else "gpu"
+
+    @property
+    def collective_backend(self) -> str:
+        """The records' backend name of this profile's collective library."""
+        return collective_backend(self.network.library)
+
+
+def default_restart_s(profile: SystemProfile, framework: str | None = None) -> float | None:
+    """Seconds from a failure to the first step of the restarted process, without the
+    checkpoint load (the checkpoint's read cost adds that), from a calibrated profile's
+    restart fit: supervisor detection and spawn, interpreter start, framework import and
+    model build, first-step warm-up. ``framework`` defaults to the profile's default;
+    None when the profile has no restart fit — the scenario's value (or 0) stands."""
+    fit = profile.records_fit
+    rf = fit.restart_for(framework) if fit is not None else None
+    return None if rf is None else rf.time_s(0.0)
 
 
 def list_systems() -> list[str]:
@@ -335,7 +387,7 @@ def profile_path(name_or_path: str | Path) -> Path:
     """The file of a profile given by name (shipped) or by path."""
     text = str(name_or_path)
     if text.endswith((".yaml", ".yml")) or "/" in text:
-        return Path(text).resolve()
+        return Path(text).absolute()     # not resolve(): errors name the path as given
     path = named_file("systems", text)
     if path is None:
         raise UnknownNameError(f"unknown system {text!r}{did_you_mean(text, list_systems())}; "

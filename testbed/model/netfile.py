@@ -17,11 +17,13 @@ strategy parallelises.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import ScenarioError
+from testbed.inputs import read_text
 from testbed.model.ir import Layer, Model
 
 _PREFIX_KIND = (
@@ -63,6 +65,34 @@ def _shape(text: str, path: str, line_no: int, field: str) -> tuple[int, ...]:
         raise ScenarioError(f"negative dimension in {text!r}", source=path, line=line_no,
                             field=field)
     return dims
+
+
+#: Layer kinds whose ``w`` is ``in × out × kernel`` (the others carry pseudo-weights).
+_WEIGHTED = ("conv", "deconv", "fc")
+#: Layer kinds that keep the channel count.
+_SAME_CHANNELS = ("bn", "relu", "maxpool", "avgpool", "dropout")
+
+
+def _check_layer(kind: str, head: str, x: tuple[int, ...], w: tuple[int, ...],
+                 y: tuple[int, ...], path: str, line_no: int) -> None:
+    """Shapes a layer of this kind can have: positive activations, weights that connect
+    the input's channels to the output's, as many spatial dimensions in and out."""
+    def bad(message: str, part: str) -> ScenarioError:
+        return ScenarioError(message, source=path, line=line_no, field=f"{head}.{part}")
+    for part, dims in (("x", x), ("y", y)):
+        if not dims or any(d <= 0 for d in dims):
+            raise bad(f"{part} shape {'x'.join(map(str, dims)) or '(empty)'} needs positive "
+                      "dimensions (channels x spatial...)", part)
+    if len(x) != len(y) and kind not in ("fc",):
+        raise bad(f"input {len(x) - 1}-D and output {len(y) - 1}-D do not match", "y")
+    if kind in _WEIGHTED:
+        if len(w) < 2 or any(d <= 0 for d in w):
+            raise bad("weights must be in x out x kernel... with positive dimensions", "w")
+        if w[0] != x[0] or w[1] != y[0]:
+            raise bad(f"weights {'x'.join(map(str, w))} do not connect {x[0]} input to "
+                      f"{y[0]} output channels", "w")
+    elif kind in _SAME_CHANNELS and x[0] != y[0]:
+        raise bad(f"a {kind} layer keeps its channels: {x[0]} in, {y[0]} out", "y")
 
 
 def parse_net(text: str, path: str = "<net>") -> NetFile:
@@ -111,9 +141,10 @@ def parse_net(text: str, path: str = "<net>") -> NetFile:
             except ValueError:
                 raise ScenarioError(f"cannot read time {fields[4]!r}", source=path,
                                     line=line_no, field=f"{head}.t") from None
-            if t < 0:
-                raise ScenarioError("time must be >= 0", source=path, line=line_no,
-                                    field=f"{head}.t")
+            if not math.isfinite(t) or t < 0:
+                raise ScenarioError(f"time must be a finite number >= 0, got {fields[4]!r}",
+                                    source=path, line=line_no, field=f"{head}.t")
+        _check_layer(kind, head, x, w, y, path, line_no)
         layers.append(Layer(name=head, kind=kind, x=x, w=w, y=y, profiled_s=t or None))
     if not layers:
         raise ScenarioError("no layers found", source=path, field="layers")
@@ -125,13 +156,8 @@ def parse_net(text: str, path: str = "<net>") -> NetFile:
 
 
 def load_net(path: str | Path) -> NetFile:
-    """Read a ``.net`` file from disk."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ScenarioError(f"cannot read model file: {exc.strerror}", source=str(p)) from None
-    return parse_net(text, str(p))
+    """Read a ``.net`` file through the input boundary."""
+    return parse_net(read_text(path), str(path))
 
 
 def _dims(shape: tuple[int, ...]) -> str:
@@ -159,10 +185,7 @@ def export_net(model: Model, dataset: str = "ImageNet", dataset_samples: int = 1
 def load_mask(path: str | Path, model: Model) -> tuple[bool, ...]:
     """Read a ``.lc`` 0/1 layer mask and check it matches the model's layers."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ScenarioError(f"cannot read layer mask: {exc.strerror}", source=str(p)) from None
+    text = read_text(p)
     flags: list[bool] = []
     for line_no, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()

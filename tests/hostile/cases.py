@@ -103,7 +103,7 @@ def _insert(data: bytes, junk: bytes) -> bytes:
 BYTE_MUTATIONS: dict[str, Callable[[bytes], bytes]] = {
     "not-utf8": lambda d: _insert(d, b"\xff\xfe\xc3"),
     "nul-byte": lambda d: _insert(d, b"\x00"),
-    "latin1": lambda d: d.replace(b"e", b"\xe9", 1),
+    "latin1": lambda d: _insert(d, "é".encode("latin-1")),
     "empty": lambda d: b"",
 }
 

@@ -42,6 +42,7 @@ def run_in_process(args: list[str], cwd: Path | None = None) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
     start = time.monotonic()
     old = Path.cwd()
+    saved_env = dict(os.environ)     # --max-input-size sets the limit in the environment
     code = 0
     try:
         if cwd is not None:
@@ -53,6 +54,8 @@ def run_in_process(args: list[str], cwd: Path | None = None) -> Outcome:
                 code = int(exc.code or 0)
     finally:
         os.chdir(old)
+        os.environ.clear()
+        os.environ.update(saved_env)
     return Outcome(code, out.getvalue(), err.getvalue(), time.monotonic() - start)
 
 

@@ -106,10 +106,12 @@ def test_special_files_are_refused_without_blocking(tmp_path, kind, special):
 @pytest.mark.parametrize("kind", KIND_NAMES)
 def test_a_file_over_the_size_limit_is_refused_and_the_limit_can_be_raised(tmp_path, kind):
     path = tmp_path / f"input{SUFFIX[kind]}"
-    path.write_bytes(_valid(kind, tmp_path))
+    path.write_bytes(b"#" * 6000 + b"\n" + _valid(kind, tmp_path))
     commands = _commands(kind, path, tmp_path)
-    _check(tmp_path, path, commands, env={"TESTBED_MAX_INPUT_BYTES": "64"})
-    out = run_in_process(["--max-input-size", "64", *commands[0]], cwd=tmp_path)
+    _check(tmp_path, path, commands, env={"TESTBED_MAX_INPUT_BYTES": "4KiB"})
+    out = run_in_process(["--max-input-size", "4KiB", *commands[0]], cwd=tmp_path)
+    assert_refused(out, names=path.name)
+    out = run_in_process(["--max-input-size", "0", *commands[0]], cwd=tmp_path)
     assert_refused(out, names="--max-input-size")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.errors import ScenarioError
+from testbed.errors import InputError, ScenarioError
 from testbed.model.netfile import export_net, parse_net
 from testbed.model.registry import get_model, list_models
 
@@ -83,7 +83,7 @@ def test_malformed_lines_name_file_and_line(tmp_path, body, line, what):
 
 
 def test_missing_net_file(tmp_path):
-    with pytest.raises(ScenarioError, match="cannot read model file"):
+    with pytest.raises(InputError, match="no such file"):
         get_model(str(tmp_path / "absent.net_sc"))
 
 
