@@ -125,7 +125,7 @@ def _tf_formats(backend) -> dict[str, tuple[Callable, Callable, bool, bool]]:
         model.save(str(d / "model.keras"))
 
     def load_keras(d: Path):
-        keras.models.load_model(str(d / "model.keras"))
+        keras.models.load_model(str(d / "model.keras"), safe_mode=True)
 
     def save_sm(d: Path):
         model.export(str(d / "savedmodel"), verbose=False)
@@ -140,8 +140,9 @@ def _tf_formats(backend) -> dict[str, tuple[Callable, Callable, bool, bool]]:
 
 
 def _chainer_formats(backend) -> dict[str, tuple[Callable, Callable, bool, bool]]:
-    from real_runs.backends.chainer_backend import import_chainer
-    serializers = import_chainer().serializers
+    from real_runs.backends.chainer_backend import import_chainer, load_npz_safely
+    chainer = import_chainer()
+    serializers = chainer.serializers
     model, optimizer = backend.model, backend.optimizer
 
     def npz(compression: bool):
@@ -150,8 +151,8 @@ def _chainer_formats(backend) -> dict[str, tuple[Callable, Callable, bool, bool]
             serializers.save_npz(str(d / "optimizer.npz"), optimizer, compression=compression)
 
         def load(d: Path):
-            serializers.load_npz(str(d / "model.npz"), model)
-            serializers.load_npz(str(d / "optimizer.npz"), optimizer)
+            load_npz_safely(chainer, d / "model.npz", model)
+            load_npz_safely(chainer, d / "optimizer.npz", optimizer)
         return save, load
 
     def save_h5(d: Path):

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from testbed.errors import InputError, UnknownNameError
+from testbed.inputs import parse_json, read_text
 from testbed.units import did_you_mean
 
 #: Back-end modules by framework name.
@@ -44,6 +45,9 @@ MODELS = ("mlp", "cnn", "resnet", "resnet18")
 PRECISIONS = ("fp32", "fp64", "bf16")
 #: Devices a run may train on (GPUs through PyTorch only).
 DEVICES = ("cpu", "cuda")
+
+#: Seeds are passed to every framework, and the narrowest takes 32 bits (NumPy legacy).
+MAX_SEED = 2**32
 
 #: Kinds of state a restore may deliberately omit, to show which state matters.
 OMITTABLE = ("rng", "optimizer", "data")
@@ -94,6 +98,9 @@ class RunConfig:
         from testbed.model.zoo.harness import resolve_options
         cfg = replace(self, framework=canonical_framework(self.framework))
         check_model(cfg.model)
+        if isinstance(cfg.seed, bool) or not 0 <= cfg.seed < MAX_SEED:
+            raise InputError(f"seed must be an integer in 0…{MAX_SEED - 1}, got {cfg.seed}",
+                             field="seed")
         for name in ("steps", "batch_size", "lr_every", "keep"):
             if getattr(cfg, name) <= 0:
                 raise InputError(f"{name} must be positive, got {getattr(cfg, name)}",
@@ -302,6 +309,15 @@ def params_sha256(params: list[tuple[str, np.ndarray]]) -> str:
 Emit = Callable[[dict[str, Any]], None]
 
 
+def _refusal(exc: BaseException, limit: int = 160) -> str:
+    """Why a loader refused a file, in a few words."""
+    text = (str(exc).strip().splitlines() or [""])[0]
+    if type(exc).__name__ == "UnpicklingError" or "allow_pickle" in text or "pickle" in text:
+        return "it holds pickled Python objects, which could run code when loaded"
+    text = text if len(text) <= limit else text[:limit] + "…"
+    return f"{type(exc).__name__}: {text}"
+
+
 @dataclass
 class Trainer:
     """Runs one training job of a back end: steps, checkpoints, restore."""
@@ -338,23 +354,45 @@ class Trainer:
         started = time.perf_counter()
         self.emit({"event": "checkpoint_begin", "step": self.step})
         tmp = store.begin(self.step)
-        self.backend.save(tmp)
-        state = {"step": self.step, "losses": self.losses, "python_random": python_state(),
-                 "numpy_global": numpy_global_state(), "data": self.iterator.state(),
-                 "config": self.cfg.to_dict()}
-        with open(tmp / "state.json", "w", encoding="utf-8") as stream:
-            json.dump(state, stream)
-        entry = store.commit(tmp, self.step, meta={"seed": self.cfg.seed})
+        try:
+            self.backend.save(tmp)
+            state = {"step": self.step, "losses": self.losses, "python_random": python_state(),
+                     "numpy_global": numpy_global_state(), "data": self.iterator.state(),
+                     "config": self.cfg.to_dict()}
+            with open(tmp / "state.json", "w", encoding="utf-8") as stream:
+                json.dump(state, stream)
+            entry = store.commit(tmp, self.step, meta={"seed": self.cfg.seed})
+        except OSError as exc:
+            # a full disk, a quota, a read-only file system: the half-written checkpoint
+            # goes, the committed ones stay, and the run stops with one line
+            import shutil
+
+            from testbed.files import os_reason
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise InputError(f"cannot write the checkpoint of step {self.step}: "
+                             f"{os_reason(exc)}; the earlier checkpoints are intact",
+                             source=str(store.root)) from None
         self.emit({"event": "checkpoint_commit", "step": self.step,
                    "bytes": store.bytes_on_disk(entry),
                    "duration_s": time.perf_counter() - started})
         return entry
 
     def restore(self, directory: Path, omit: frozenset[str] = frozenset()) -> None:
-        """Restore a checkpoint written by :meth:`checkpoint` (minus ``omit``)."""
-        with open(directory / "state.json", encoding="utf-8") as stream:
-            state = json.load(stream)
-        theirs = RunConfig.from_dict(state["config"])
+        """Restore a checkpoint written by :meth:`checkpoint` (minus ``omit``).
+
+        Every loader refuses what could run code (``torch.load(weights_only=True)``, NumPy
+        archives without pickles); a file it refuses — tampered with, or not ours — is an
+        :class:`~testbed.errors.InputError` naming the checkpoint, and nothing is run."""
+        state = parse_json(read_text(directory / "state.json"),
+                           source=str(directory / "state.json"))
+        if not isinstance(state, dict) or not isinstance(state.get("config"), dict):
+            raise InputError("not a harness checkpoint (no config)",
+                             source=str(directory / "state.json"))
+        try:
+            theirs = RunConfig.from_dict(state["config"])
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"not a harness checkpoint: {exc}",
+                             source=str(directory / "state.json")) from None
         mine = self.cfg
         # A checkpoint is only valid for the same training problem; steps and checkpoint
         # cadence may differ between incarnations.
@@ -364,7 +402,12 @@ class Trainer:
             diff = sorted(k for k, v in same.to_dict().items() if mine.to_dict()[k] != v)
             raise InputError(f"checkpoint was written by a different run configuration "
                              f"({', '.join(diff)} differ)", source=str(directory))
-        self.backend.load(directory, omit)
+        try:
+            self.backend.load(directory, omit)
+        except Exception as exc:   # noqa: BLE001 - any loader refusal or damage is one line
+            raise InputError(f"refused to load this checkpoint: {_refusal(exc)}; it may "
+                             "have been tampered with, and nothing in it was run",
+                             source=str(directory)) from None
         self.step = int(state["step"])
         self.losses = [float(v) for v in state["losses"]]
         if "rng" not in omit:

@@ -18,10 +18,11 @@ import subprocess
 from typing import Any
 
 from real_runs.env import child_env, python_cmd
+from testbed.errors import TestbedError
 
 
-class WorkerError(RuntimeError):
-    pass
+class WorkerError(TestbedError):
+    """A pooled worker failed (one line, exit 1 in the CLI)."""
 
 
 class WorkerServer:

@@ -93,6 +93,9 @@ class SlurmJob:
             raise InputError("must be positive", field="--time")
         if job.run in ("ddp", "calibration") and job.framework != "torch":
             raise InputError(f"{job.run} runs are PyTorch runs", field="--framework")
+        if job.run == "ddp" and job.gpus_per_node == 0:
+            raise InputError("a ddp run uses NCCL, which needs GPUs: give --gpus-per-node >= 1",
+                             field="--gpus-per-node")
         if job.run == "calibration" and job.gpus_per_node == 0:
             raise InputError("the calibration job measures GPUs: give --gpus-per-node",
                              field="--gpus-per-node")

@@ -12,6 +12,7 @@ event log.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import signal
 import subprocess
@@ -27,31 +28,49 @@ from real_runs.faults import KillSpec, damage_checkpoint
 from real_runs.harness import RunConfig
 from real_runs.store import CheckpointStore
 from testbed import events as ev
-from testbed.errors import InputError
+from testbed.errors import InputError, TestbedError
 
 #: How long the worker pauses inside a checkpoint write when a kill is planned there.
 SLOW_WRITE_S = 5.0
 
 
-class WorkerFailed(RuntimeError):
-    """The worker exited on its own with an error (not killed by us)."""
+class WorkerFailed(TestbedError):
+    """The worker exited on its own with an error (not killed by us): the command says
+    so in one line and exits 1 (it is not the user's input that is wrong)."""
 
 
 @dataclass
 class Timeline:
-    """Timeline records (t_s since the supervisor started) in the shared vocabulary."""
+    """Timeline records (t_s since the supervisor started) in the shared vocabulary.
+
+    With a ``sink`` every record is appended to that file as it happens, flushed and
+    fsynced, so a Ctrl-C, a kill of the supervisor or a power cut keeps everything up to
+    that moment; a resumed run in the same folder appends its own run (a new
+    ``job_start``) after the earlier history instead of overwriting it.
+    """
 
     t0: float = field(default_factory=time.perf_counter)
     records: list[dict[str, Any]] = field(default_factory=list)
+    sink: Path | None = None
 
     def add(self, event: str, **fields: Any) -> None:
         if event not in ev.EVENT_KINDS:
             raise ValueError(event)
-        self.records.append({"t_s": time.perf_counter() - self.t0, "event": event, **fields})
+        record = {"t_s": time.perf_counter() - self.t0, "event": event, **fields}
+        self.records.append(record)
+        if self.sink is not None:
+            self._append(record)
 
-    def write(self, path: Path) -> None:
-        with open(path, "w", encoding="utf-8") as stream:
-            ev.write_events(self.records, stream)
+    def _append(self, record: dict[str, Any]) -> None:
+        try:
+            with open(self.sink, "a", encoding="utf-8") as stream:
+                ev.write_events([record], stream)
+                stream.flush()
+                os.fsync(stream.fileno())
+        except OSError as exc:
+            from testbed.files import os_reason
+            raise InputError(f"cannot append to the timeline: {os_reason(exc)}",
+                             source=str(self.sink), field="--timeline") from None
 
 
 def _reader(stream, out: queue.Queue) -> None:
@@ -305,7 +324,10 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
                          field="checkpoint-every")
     store = CheckpointStore(ckpt_dir, cfg.framework, cfg.model, keep=cfg.keep)
     store.check_usable()
-    run = _Run(Timeline())
+    if timeline_path is not None:
+        from testbed.files import check_writable_target
+        check_writable_target(timeline_path, field="--timeline")
+    run = _Run(Timeline(sink=Path(timeline_path) if timeline_path is not None else None))
     wall0 = run.timeline.t0
     deadline = time.perf_counter() + timeout_s
     incarnation = 0
@@ -319,7 +341,12 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
                    "write_delay_s": SLOW_WRITE_S if spec is not None and spec.during_checkpoint
                    else 0.0}
         cur = _Incarnation(_spawn(request), spec, resumed=incarnation == 0)
-        if _watch(run, cur, deadline):
+        try:
+            killed = _watch(run, cur, deadline)
+        except KeyboardInterrupt:
+            _stop_on_interrupt(run, cur)
+            raise
+        if killed:
             if spec.damage:
                 newest = store.committed()
                 if newest:
@@ -352,10 +379,20 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
             reference["params_sha256"] == result["params_sha256"]
             and reference["losses"] == result["losses"])
     if timeline_path is not None:
-        run.timeline.write(timeline_path)
         summary["timeline"] = str(timeline_path)
     summary["timeline_events"] = len(run.timeline.records)
     return summary
+
+
+def _stop_on_interrupt(run: _Run, cur: _Incarnation) -> None:
+    """Ctrl-C or SIGTERM of the supervisor: end the worker and keep the steps it did in
+    the timeline (already on disk record by record), so the run can be resumed."""
+    if cur.inc.proc.poll() is None:
+        cur.inc.proc.kill()
+        cur.inc.proc.wait()
+    if cur.range_start is not None and cur.step is not None:
+        run.timeline.add(ev.STEPS, start_step=cur.range_start, end_step=cur.step)
+    cur.inc.stderr_path.unlink(missing_ok=True)
 
 
 def _finish_incarnation(run: _Run, cur: _Incarnation) -> None:

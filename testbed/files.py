@@ -36,6 +36,7 @@ _REASONS = {
     errno.ENOTDIR: "a parent is not a folder",
     errno.ENOENT: "the folder does not exist",
     errno.ENAMETOOLONG: "the name is too long",
+    errno.EFBIG: "the file is larger than allowed (a file-size limit, or the disk is full)",
 }
 
 

@@ -106,6 +106,15 @@ def model_arrays(model) -> dict[str, np.ndarray]:
             if isinstance(v, np.ndarray) and v.dtype.kind == "f"}
 
 
+def load_npz_safely(chainer, path: Path, target) -> None:
+    """``chainer.serializers.load_npz`` without pickles: Chainer's own loader opens the
+    archive with ``allow_pickle=True``, so a crafted ``.npz`` would run code on load. Here
+    NumPy opens it with pickles refused (an object array raises) and Chainer's
+    deserializer only copies the arrays into ``target``."""
+    with np.load(str(path), allow_pickle=False) as npz:
+        chainer.serializers.NpzDeserializer(npz).load(target)
+
+
 class ChainerBackend:
     framework = "chainer"
 
@@ -147,10 +156,9 @@ class ChainerBackend:
         serializers.save_npz(str(directory / OPTIMIZER_FILE), self.optimizer, compression=False)
 
     def load(self, directory: Path, omit: frozenset[str]) -> None:
-        serializers = self.chainer.serializers
-        serializers.load_npz(str(directory / MODEL_FILE), self.model)
+        load_npz_safely(self.chainer, directory / MODEL_FILE, self.model)
         if "optimizer" not in omit:
-            serializers.load_npz(str(directory / OPTIMIZER_FILE), self.optimizer)
+            load_npz_safely(self.chainer, directory / OPTIMIZER_FILE, self.optimizer)
 
     def parameters(self) -> list[tuple[str, np.ndarray]]:
         return sorted(model_arrays(self.model).items())

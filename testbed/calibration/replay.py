@@ -24,17 +24,18 @@ import math
 from dataclasses import asdict, dataclass
 
 from testbed import events as ev
-from testbed.calibration.compute import find_fit, model_ir, predict_compute_s
-from testbed.calibration.restart import find_restart, restart_time_s
-from testbed.calibration.section import RecordsFit
-from testbed.calibration.storage import bytes_on_disk, find_storage, load_time_s, save_time_s
+from testbed.calibration.compute import fitted_basis, model_ir, train_request
+from testbed.calibration.restart import restart_time_s
+from testbed.calibration.storage import bytes_on_disk, load_time_s, save_time_s
 from testbed.errors import ScenarioError
 from testbed.measurements import Kill, SupervisedRun, TrainConfig
+from testbed.oracle import estimate
 from testbed.oracle.state import state_bytes
 from testbed.resilience.causes import ResolvedCause
 from testbed.resilience.failures import FailureModel, TraceFailure
 from testbed.resilience.plan import CkptLevel, JobPlan
 from testbed.resilience.spec import SimSpec
+from testbed.systems import SystemProfile
 
 #: The storage-fit format name of the harness's own checkpoint (store + manifest).
 HARNESS_FORMAT = "harness"
@@ -101,7 +102,13 @@ def _config(fields: dict, source: str) -> TrainConfig:
 
 
 def run_plan(events: list[dict], source: str) -> RunPlan:
-    """The :class:`RunPlan` of a supervisor timeline (events in file order)."""
+    """The :class:`RunPlan` of a supervisor timeline (events in file order; a timeline
+    that holds several runs — a resume appends its run — gives its last complete one)."""
+    starts = [i for i, e in enumerate(events) if e.get("event") == ev.JOB_START]
+    for i in reversed(starts):
+        if any(e.get("event") == ev.JOB_END for e in events[i:]):
+            events = events[i:]
+            break
     start = next((e for e in events if e.get("event") == ev.JOB_START), None)
     end = next((e for e in events if e.get("event") == ev.JOB_END), None)
     if start is None or end is None:
@@ -155,27 +162,32 @@ def measured_from_timeline(events: list[dict]) -> Measured | None:
                     restart_s=restart, kills=kills)
 
 
-def replay_costs(fit: RecordsFit, plan: RunPlan) -> ReplayCosts:
-    """Price ``plan`` with a calibrated profile's fitted section."""
+def replay_costs(system: SystemProfile, plan: RunPlan) -> ReplayCosts:
+    """Price ``plan`` with a calibrated profile: the step from the oracle
+    (:func:`testbed.oracle.estimate`, which reads the profile's fitted compute), the
+    checkpoint save and load from the storage fit of the harness's own format, the
+    restart from the restart fit."""
     cfg = plan.config
-    compute = find_fit(fit.compute, cfg.framework, cfg.precision, cfg.device)
+    fit = system.records_fit
     ir = model_ir(cfg)
-    step = predict_compute_s(compute, ir, cfg.batch_size) if compute else None
-    storage = find_storage(fit.storage, cfg.framework, HARNESS_FORMAT)
-    restart = find_restart(fit.restart, cfg.framework)
+    est = estimate(train_request(cfg, system))
+    step = est.time_per_iteration_s if fitted_basis(est.calibration) else None
+    storage = fit.storage_for(cfg.framework, HARNESS_FORMAT) if fit else None
+    restart = fit.restart_for(cfg.framework) if fit else None
     missing = [what for what, v in (("compute", step), ("storage (harness format)", storage),
                                     ("restart", restart)) if v is None]
-    if missing:
+    if missing or step is None or storage is None or restart is None:
         raise ScenarioError(f"the profile has no {', '.join(missing)} fit for "
                             f"{cfg.framework} {ir.name} {cfg.precision}: calibrate with "
                             "records of that framework", field="calibration.records_fit")
     nbytes = bytes_on_disk(storage, state_bytes(ir.parameters, "momentum", "fp32"))
     load = load_time_s(storage, nbytes) or 0.0
-    restart_s = restart_time_s(restart, 0.0)
     startup = restart.process_start_s + restart.setup_s + restart.first_step_s
-    return ReplayCosts(step_s=step[0], checkpoint_s=save_time_s(storage, nbytes), load_s=load,
-                       restart_s=restart_s, startup_s=startup, ckpt_bytes=nbytes,
-                       basis=f"compute {step[1]}; storage {HARNESS_FORMAT}; restart fit")
+    return ReplayCosts(step_s=step, checkpoint_s=save_time_s(storage, nbytes), load_s=load,
+                       restart_s=restart_time_s(restart, 0.0), startup_s=startup,
+                       ckpt_bytes=nbytes,
+                       basis=f"oracle step ({est.calibration}); storage {HARNESS_FORMAT}; "
+                             "restart fit")
 
 
 @dataclass(frozen=True)

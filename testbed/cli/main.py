@@ -16,7 +16,7 @@ import sys
 import click
 
 from testbed import __version__
-from testbed.errors import InputError
+from testbed.errors import InputError, TestbedError
 from testbed.inputs import LIMIT_ENV
 
 # Command modules under testbed/cli/; each defines ``register(cli)``.
@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="testbed", standalone_mode=False)
     except InputError as exc:
         fail(exc.format())
+    except TestbedError as exc:   # a failure that is not the input's fault: one line, exit 1
+        click.echo(f"testbed: failed: {exc}", err=True)
+        sys.exit(1)
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         sys.exit(2)
