@@ -20,13 +20,14 @@ checkpoint is used.
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from testbed.errors import ScenarioError
+from testbed.inputs import parse_json, read_text
 
 DAMAGE_MODES = ("truncate", "bitflip")
 
@@ -49,22 +50,19 @@ class KillSpec:
 def parse_kill_trace(path: str | Path) -> list[KillSpec]:
     """Read a JSONL kill trace; errors name the file and line."""
     specs = []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ScenarioError(f"cannot read kill trace: {exc.strerror}", source=str(path)) from None
+    lines = read_text(path).splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ScenarioError(f"not JSON: {exc.msg}", source=str(path), line=number) from None
+        data = parse_json(line, source=str(path), line=number)
         if not isinstance(data, dict):
             raise ScenarioError("each line must be an object", source=str(path), line=number)
         unknown = set(data) - {"at_step", "at_s", "during_checkpoint", "damage"}
         if unknown:
             raise ScenarioError(f"unknown keys {sorted(unknown)}", source=str(path), line=number)
+        if not isinstance(data.get("during_checkpoint", False), bool):
+            raise ScenarioError("during_checkpoint must be true or false", source=str(path),
+                                line=number, field="during_checkpoint")
         triggers = [data.get("at_step") is not None, data.get("at_s") is not None,
                     bool(data.get("during_checkpoint"))]
         if sum(triggers) != 1:
@@ -76,15 +74,20 @@ def parse_kill_trace(path: str | Path) -> list[KillSpec]:
                                 line=number, field="damage")
         at_step = data.get("at_step")
         at_s = data.get("at_s")
-        if at_step is not None and (not isinstance(at_step, int) or at_step <= 0):
+        if at_step is not None and (isinstance(at_step, bool) or not isinstance(at_step, int)
+                                    or at_step <= 0):
             raise ScenarioError("at_step must be a positive integer", source=str(path),
                                 line=number, field="at_step")
-        if at_s is not None and (not isinstance(at_s, (int, float)) or at_s <= 0):
+        if at_s is not None and (isinstance(at_s, bool) or not isinstance(at_s, (int, float))
+                                 or not math.isfinite(at_s) or at_s <= 0):
             raise ScenarioError("at_s must be a positive number", source=str(path), line=number,
                                 field="at_s")
         specs.append(KillSpec(at_step=at_step, at_s=None if at_s is None else float(at_s),
                               during_checkpoint=bool(data.get("during_checkpoint")),
                               damage=damage))
+    if not specs:
+        raise ScenarioError("the kill trace holds no kill (run without --kill-trace for a "
+                            "run without kills)", source=str(path))
     return specs
 
 

@@ -52,10 +52,28 @@ CALIBRATION_CSV = (
     "resnet50,data,1,1,32,32,3x224x224,0.11\n"
     "resnet50,data,4,1,32,128,3x224x224,0.13\n")
 
+HPO_SCENARIO = """\
+name: hostile-hpo
+cluster: {nodes: 1, gpus_per_node: 4}
+hpo:
+  search: grid
+  space: {optimizer: [adam, sgd], batch_size: [32, 64], epochs: [2, 5]}
+  trial_resources: {gpus: 1}
+  epoch_time: 1s
+  scheduler: fifo
+  on_failure: retry
+"""
+
+KILL_TRACE = '{"at_step": 2}\n{"during_checkpoint": true}\n'
+
+DATASET = "x1,x2,label\n" + "".join(f"{i * 0.5},{(i * 7) % 5},{i % 2}\n" for i in range(40))
+
 KINDS: dict[str, str] = {"scenario": SCENARIO, "system": SYSTEM, "trace": TRACE, "fta": FTA,
-                         "causes": CAUSES, "calibration": CALIBRATION_CSV}
+                         "causes": CAUSES, "calibration": CALIBRATION_CSV, "hpo": HPO_SCENARIO,
+                         "kill": KILL_TRACE, "dataset": DATASET}
 SUFFIX = {"scenario": ".yaml", "system": ".yaml", "trace": ".csv", "fta": ".tab",
-          "causes": ".csv", "calibration": ".csv", "net": ".net"}
+          "causes": ".csv", "calibration": ".csv", "net": ".net", "hpo": ".yaml",
+          "kill": ".jsonl", "dataset": ".csv", "records": ".jsonl"}
 
 #: Scenario that points at another file of a kind (``{f}`` is that file).
 REFERRING_SCENARIO = {
@@ -88,6 +106,14 @@ READERS: dict[str, list[list[str]]] = {
     "causes": [["simulate", "{ref}"]],
     "calibration": [["oracle", "verify", "{f}", "--system", "abci-v100"],
                     ["calibrate", "{f}", "--system", "abci-v100", "--dry-run"]],
+    "hpo": [["hpo", "simulate", "{f}"]],
+    "kill": [["real-run", "train", "--framework", "chainer", "--steps", "4",
+              "--checkpoint-every", "2", "--kill-trace", "{f}", "--ckpt-dir", "{out}/ck"]],
+    "dataset": [["precision-study", "--dataset", "{f}", "--target", "label", "--precisions",
+                 "fp32", "--seeds", "1", "-q"]],
+    "records": [["records", "check", "{f}"],
+                ["calibrate", "{f}", "--base", "laptop-cpu", "-o", "{out}/p.yaml"],
+                ["verify", "laptop-cpu", "{f}"]],
     "net": [["model", "info", "{f}"],
             ["oracle", "predict", "--system", "abci-v100", "--model", "{f}", "--strategy",
              "data", "--gpus", "4", "--global-batch", "64"]],
@@ -169,6 +195,11 @@ CSV_MUTATIONS: dict[str, dict[str, Callable[[str], str]]] = {
                     "huge-gpus": lambda t: t.replace("resnet50,data,4,", "resnet50,data,1000000000000,"),
                     "missing-column": lambda t: t.replace("s_per_iter_median", "median"),
                     "bad-shape": lambda t: t.replace("3x224x224", "3x0x224")},
+    "dataset": {"nan-value": lambda t: t.replace("0.5,", "nan,", 1),
+                "missing-target": lambda t: t.replace("label", "lbl"),
+                "inf-value": lambda t: t.replace("1.0,", "inf,", 1),
+                "ragged": lambda t: t.replace("\n1.5,", "\n1.5,9,9,"),
+                "text-value": lambda t: t.replace("2.0,", "two,", 1)},
     "fta": {"nan-start": lambda t: t.replace("1136080800", "nan"),
             "stop-before-start": lambda t: t.replace("1136095200", "1"),
             "short-row": lambda t: t.split("\t7\t")[0] + "\n"},

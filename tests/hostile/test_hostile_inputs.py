@@ -28,7 +28,13 @@ from tests.hostile.cases import (
     SYSTEM_VALUES,
     YAML_MUTATIONS,
 )
-from tests.hostile.harness import assert_refused, run_bounded, run_in_process, tree_state
+from tests.hostile.harness import (
+    REPO,
+    assert_refused,
+    run_bounded,
+    run_in_process,
+    tree_state,
+)
 
 
 def _valid_net(tmp: Path) -> bytes:
@@ -37,8 +43,18 @@ def _valid_net(tmp: Path) -> bytes:
     return export_net(get_model("alexnet")).encode()
 
 
+def _valid_records() -> bytes:
+    """One real measurement record (the committed calibration set of this machine)."""
+    path = REPO / "traces" / "measurements" / "vm" / "fit.jsonl"
+    return path.read_text().splitlines()[0].encode() + b"\n"
+
+
 def _valid(kind: str, tmp: Path) -> bytes:
-    return _valid_net(tmp) if kind == "net" else KINDS[kind].encode()
+    if kind == "net":
+        return _valid_net(tmp)
+    if kind == "records":
+        return _valid_records()
+    return KINDS[kind].encode()
 
 
 def _commands(kind: str, path: Path, tmp: Path) -> list[list[str]]:
@@ -115,7 +131,7 @@ def test_a_file_over_the_size_limit_is_refused_and_the_limit_can_be_raised(tmp_p
     assert_refused(out, names="--max-input-size")
 
 
-@pytest.mark.parametrize("kind", ["scenario", "system"])
+@pytest.mark.parametrize("kind", ["scenario", "system", "hpo"])
 @pytest.mark.parametrize("mutation", sorted(YAML_MUTATIONS))
 def test_yaml_level_breakage(tmp_path, kind, mutation):
     path = tmp_path / f"input{SUFFIX[kind]}"
