@@ -1,288 +1,76 @@
-"""Fit a system profile's ``calibration`` section from measured iteration times.
+"""``testbed calibrate CSV --system PROFILE``: the ABCI/ParaDL fit from its CSV.
 
 Input: a CSV of measured seconds per iteration (the ABCI/ParaDL format of
 ``../shared/data/abci-paradl/calibration.csv``: model, strategy, gpus, gpus_per_group,
 samples_per_gpu, global_batch, input_sample_shape, s_per_iter_median, …).
 
-What is fitted, and why this way (few points, and predictions must extrapolate from
-≤16 GPUs to 1,024):
+There is one implementation of the fit, :mod:`testbed.calibration.abci` (what is
+fitted and why is documented there); the CSV is one importer of it: its rows become
+measurement records (:func:`testbed.calibration.records.import_paradl`, which refuses
+garbage — non-finite or implausible values — naming the file and line), and
+:func:`calibrate` is :func:`testbed.calibration.paradl.paradl_calibration` of those
+records, exactly what ``testbed calibrate RECORDS --base PROFILE`` runs.
 
-1. **Compute**: seconds per sample of each model, from its 1-GPU data-parallel run
-   (framework overhead and data loading included). Other input sizes scale by FLOPs.
-2. **Network efficiency** per tier (achieved / nominal bandwidth), per model, from the
-   data-parallel runs: 2–4 GPUs fix the NVLink tier, 8–16 GPUs the InfiniBand tier;
-   the outer InfiniBand tiers (rack, spine) share the leaf's efficiency — same links —
-   and keep their nominal latency and oversubscription, which is what makes
-   communication grow beyond the calibrated range.
-3. **Implementation factors** per model and model-parallel strategy (ds, df,
-   spatial, …): ``T = k·compute + communication + overhead`` is linear in ``k`` and
-   ``overhead``; both are fitted by relative least squares, ``overhead ≥ 0``, and only
-   ``k`` when all runs share one batch size.
-
-Nothing is fitted to runs beyond the CSV; ``holdout`` reports how well a fit on
-≤8-GPU runs predicts the 16-GPU runs, a check of the extrapolation itself.
+:func:`write_calibration` replaces the generated block at the end of the profile
+(after :data:`MARKER`), keeping the hand-written part; models the profile's previous
+calibration held and this fit did not refit are kept (:func:`merged`), and
+:func:`model_report` says which models were fitted, dropped (and why) and kept.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import yaml
-from scipy.optimize import minimize_scalar
 
+from testbed.calibration.abci import (
+    MEASURED_PRECISION,
+    Measurement,
+    evaluate,
+    fit,
+    holdout,
+    request_for,
+)
+from testbed.calibration.fit import ModelReport, merge_models
+from testbed.calibration.metrics import accuracy
+from testbed.calibration.paradl import measurement_of, paradl_calibration, paradl_model_report
+from testbed.calibration.records import PARADL_COLUMNS, import_paradl
 from testbed.errors import ScenarioError
 from testbed.files import write_text
-from testbed.inputs import read_csv, read_text
-from testbed.oracle import Request, estimate, resolve_model
-from testbed.oracle.compute import TRAINING_FLOPS_PER_FORWARD
-from testbed.systems import (
-    Calibration,
-    ModelCalibration,
-    StrategyCalibration,
-    SystemProfile,
-)
-from testbed.units import parse_shape
+from testbed.inputs import read_text
+from testbed.systems import Calibration, SystemProfile
 
-#: The ABCI/ParaDL runs trained in fp32 (ChainerMN, January 2020).
-MEASURED_PRECISION = "fp32"
+__all__ = ["MARKER", "MEASURED_PRECISION", "REQUIRED", "Measurement", "accuracy",
+           "calibrate", "evaluate", "fit", "holdout", "merged", "model_report",
+           "read_measurements", "request_for", "write_calibration"]
+
 MARKER = "# --- calibration: written by `testbed calibrate`; edit the data, not this block ---"
-REQUIRED = ("model", "strategy", "gpus", "gpus_per_group", "samples_per_gpu", "global_batch",
-            "input_sample_shape", "s_per_iter_median")
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One measured configuration (seconds per training iteration)."""
-
-    model: str
-    strategy: str
-    gpus: int
-    group_size: int
-    global_batch: int
-    input_shape: tuple[int, ...]
-    s_per_iter: float
-    source: str = ""
-
-
-def _measurement(row: dict[str, str], source: str, line: int) -> Measurement:
-    try:
-        m = Measurement(
-            model=row["model"].strip(), strategy=row["strategy"].strip(),
-            gpus=int(row["gpus"]), group_size=int(row["gpus_per_group"]),
-            global_batch=int(row["global_batch"]),
-            input_shape=parse_shape(row["input_sample_shape"], source=source,
-                                    field="input_sample_shape"),
-            s_per_iter=float(row["s_per_iter_median"]), source=row.get("source", ""))
-    except (TypeError, ValueError) as exc:
-        raise ScenarioError(f"malformed row: {exc}", source=source, line=line) from None
-    if m.gpus <= 0 or m.global_batch <= 0 or not (math.isfinite(m.s_per_iter) and m.s_per_iter > 0):
-        raise ScenarioError("gpus, global_batch and s_per_iter_median must be positive",
-                            source=source, line=line)
-    return m
+REQUIRED = PARADL_COLUMNS
 
 
 def read_measurements(path: str | Path) -> list[Measurement]:
-    """Read the calibration CSV (through :mod:`testbed.inputs`); errors name the file,
-    line and column."""
-    source = str(path)
-    rows = [_measurement(row, source, line)
-            for line, row in read_csv(path, source=source, required=REQUIRED)]
-    if not rows:
-        raise ScenarioError("no measurements", source=source)
-    return rows
-
-
-def request_for(m: Measurement, system: SystemProfile) -> Request:
-    """The oracle request that describes a measured run."""
-    strategy, gpus, group = m.strategy, m.gpus, None
-    if strategy in ("ds", "df"):
-        group = m.group_size
-    return Request(model=resolve_model(m.model, m.input_shape), system=system,
-                   strategy=strategy, gpus=gpus, global_batch=m.global_batch, group_size=group)
-
-
-def accuracy(pred: float, meas: float) -> float:
-    """min(pred, meas) / max(pred, meas): 1 is perfect, symmetric in over/under."""
-    return min(pred, meas) / max(pred, meas)
-
-
-def _with(system: SystemProfile, calibration: Calibration | None) -> SystemProfile:
-    return system.model_copy(update={"calibration": calibration})
-
-
-def _tier_names(system: SystemProfile) -> list[str]:
-    return [t.name for t in system.network.tiers]
-
-
-def fit(measurements: list[Measurement], system: SystemProfile, source: str = "") -> Calibration:
-    """Fit compute, network efficiencies and implementation factors (see module doc)."""
-    tiers = _tier_names(system)
-    gpn = system.node.gpus_per_node
-    models: dict[str, ModelCalibration] = {}
-    by_model: dict[str, list[Measurement]] = {}
-    for m in measurements:
-        by_model.setdefault(m.model, []).append(m)
-
-    for name, rows in sorted(by_model.items()):
-        single = [m for m in rows if m.strategy == "data" and m.gpus == 1]
-        if not single:
-            continue
-        ref = min(single, key=lambda m: m.s_per_iter / m.global_batch)
-        model = resolve_model(name, ref.input_shape)
-        mc = ModelCalibration(s_per_sample=ref.s_per_iter / ref.global_batch,
-                              batch=ref.global_batch, precision=MEASURED_PRECISION,
-                              input_shape="x".join(map(str, ref.input_shape)),
-                              forward_flops=float(model.forward_flops))
-        data_rows = [m for m in rows if m.strategy == "data" and m.gpus > 1]
-        eff = {t: 1.0 for t in tiers}
-        # inner tier from runs inside a node, outer tiers (same links) from the rest
-        for group, names in (([m for m in data_rows if m.gpus <= gpn], tiers[:1]),
-                             ([m for m in data_rows if m.gpus > gpn], tiers[1:])):
-            if not group or not names:
-                continue
-            value = _fit_efficiency(group, system, name, mc, eff, names)
-            eff.update({t: value for t in names})
-        mc = mc.model_copy(update={"network_efficiency": eff})
-        strategies: dict[str, StrategyCalibration] = {}
-        for strategy in sorted({m.strategy for m in rows} - {"data"}):
-            srows = [m for m in rows if m.strategy == strategy]
-            strategies[strategy] = _fit_strategy(srows, system, name, mc)
-        models[name] = mc.model_copy(update={"strategies": strategies})
-    return Calibration(source=source, method="testbed.calibrate.fit",
-                       compute_efficiency=_median_compute_efficiency(models, system),
-                       network_efficiency=_median_dict([m.network_efficiency
-                                                        for m in models.values()]),
-                       strategies=_median_strategies(models), models=models)
-
-
-def _median_compute_efficiency(models: dict[str, ModelCalibration],
-                               system: SystemProfile) -> dict[str, float]:
-    """Achieved / peak fp32 FLOP rate at large batch of the measured models (training
-    FLOPs over the per-sample time the compute curve infers from each measurement),
-    median: what a model without its own measurement can expect here."""
-    peak = system.gpu.peak_flops(MEASURED_PRECISION)
-    rates = []
-    for name, mc in sorted(models.items()):
-        if not mc.forward_flops:
-            continue
-        shape = parse_shape(mc.input_shape) if mc.input_shape else None
-        est = estimate(Request(model=resolve_model(name, shape),
-                               system=_with(system, Calibration(models={name: mc})),
-                               strategy="serial", gpus=1, global_batch=mc.batch or 1,
-                               precision=MEASURED_PRECISION))
-        s_inf = est.compute_model["s_per_sample"]
-        rates.append(TRAINING_FLOPS_PER_FORWARD * mc.forward_flops / s_inf / peak)
-    return {MEASURED_PRECISION: round(float(np.median(rates)), 4)} if rates else {}
-
-
-def _median_dict(tables: list[dict[str, float]]) -> dict[str, float]:
-    keys = sorted({k for t in tables for k in t})
-    return {k: round(float(np.median([t[k] for t in tables if k in t])), 4) for k in keys}
-
-
-def _median_strategies(models: dict[str, ModelCalibration]) -> dict[str, StrategyCalibration]:
-    """Per strategy, the median factors over the models measured with it: the
-    implementation's cost for a model that was not measured with that strategy."""
-    out: dict[str, StrategyCalibration] = {}
-    names = sorted({s for m in models.values() for s in m.strategies})
-    for name in names:
-        fits = [m.strategies[name] for m in models.values() if name in m.strategies]
-        out[name] = StrategyCalibration(
-            compute_scale=round(float(np.median([f.compute_scale for f in fits])), 5),
-            overhead_s=round(float(np.median([f.overhead_s for f in fits])), 6),
-            points=sum(f.points for f in fits))
-    return out
-
-
-def _predict_with(system: SystemProfile, name: str, mc: ModelCalibration,
-                  m: Measurement) -> float:
-    cal = Calibration(models={name: mc})
-    est = estimate(request_for(m, _with(system, cal)))
-    return est.time_per_iteration_s if est.time_per_iteration_s is not None else math.inf
-
-
-def _fit_efficiency(rows, system, name, mc, eff, names) -> float:
-    """One efficiency for ``names`` tiers minimising squared relative error."""
-
-    def loss(e: float) -> float:
-        trial = mc.model_copy(update={"network_efficiency": {**eff, **{t: e for t in names}}})
-        return sum(((_predict_with(system, name, trial, m) - m.s_per_iter) / m.s_per_iter) ** 2
-                   for m in rows)
-
-    res = minimize_scalar(loss, bounds=(0.02, 1.0), method="bounded",
-                          options={"xatol": 1e-4})
-    return round(float(res.x), 4)
-
-
-def _fit_strategy(rows, system, name, mc) -> StrategyCalibration:
-    """Fit ``T = k·C + R + o`` (C: ideal compute that grows with the samples, R:
-    modelled communication and I/O; ``o`` takes the fixed per-step part)."""
-    base = mc.model_copy(update={"strategies": {}})
-    cs, rs, ts = [], [], []
-    for m in rows:
-        cal = Calibration(models={name: base})
-        est = estimate(request_for(m, _with(system, cal)))
-        if est.time_per_iteration_s is None or est.compute_s is None:
-            continue
-        fixed = est.compute_model.get("fixed_s", 0.0)
-        cs.append(est.compute_s - fixed)      # the work that grows with the samples
-        rs.append(est.time_per_iteration_s - est.compute_s)
-        ts.append(m.s_per_iter)
-    if not cs:
-        return StrategyCalibration()
-    c, r, t = map(np.asarray, (cs, rs, ts))
-    w = 1.0 / t
-    y = (t - r) * w
-    k, o = None, 0.0
-    if len(set(np.round(c, 12))) >= 2:
-        a = np.stack([c * w, w], axis=1)
-        (k, o), *_ = np.linalg.lstsq(a, y, rcond=None)
-    if k is None or o < 0 or k <= 0:
-        o = 0.0
-        k = float((c * w * y).sum() / (c * w * c * w).sum())
-    return StrategyCalibration(compute_scale=round(max(float(k), 1e-3), 5),
-                               overhead_s=round(float(o), 6), points=len(cs))
-
-
-def evaluate(measurements: list[Measurement], system: SystemProfile) -> list[dict]:
-    """Predicted vs measured for every row with the profile's calibration."""
-    out = []
-    for m in measurements:
-        est = estimate(request_for(m, system))
-        pred = est.time_per_iteration_s
-        out.append({"model": m.model, "strategy": m.strategy, "gpus": m.gpus,
-                    "global_batch": m.global_batch, "measured_s": m.s_per_iter,
-                    "predicted_s": pred, "feasible": est.feasible,
-                    "accuracy": accuracy(pred, m.s_per_iter) if pred else 0.0})
-    return out
-
-
-def holdout(measurements: list[Measurement], system: SystemProfile, max_fit_gpus: int = 8) -> dict:
-    """Fit on runs with ≤ ``max_fit_gpus`` GPUs, score the larger ones (extrapolation)."""
-    train = [m for m in measurements if m.gpus <= max_fit_gpus]
-    test = [m for m in measurements if m.gpus > max_fit_gpus]
-    cal = fit(train, system)
-    rows = evaluate(test, _with(system, cal))
-    scored = [r for r in rows if r["model"] in cal.models]
-    mean = float(np.mean([r["accuracy"] for r in scored])) if scored else float("nan")
-    return {"mean_accuracy": mean, "rows": scored}
+    """The CSV's rows as the fit's measurements (read as records: errors name the file,
+    line and column; implausible values are refused)."""
+    return [measurement_of(r) for r in import_paradl(path)]
 
 
 def calibrate(csv_path: str | Path, system: SystemProfile) -> tuple[Calibration, list[dict], dict]:
     """Fit from a CSV; return the calibration, in-sample rows and the holdout check."""
-    measurements = read_measurements(csv_path)
-    bare = _with(system, None)
-    cal = fit(measurements, bare, source=str(csv_path))
-    rows = evaluate(measurements, _with(bare, cal))
-    scored = [r for r in rows if r["model"] in cal.models]
-    held = holdout(measurements, bare)
-    acc = {"in_sample_mean": round(float(np.mean([r["accuracy"] for r in scored])), 4),
-           "holdout_16_from_le8_mean": round(held["mean_accuracy"], 4)}
-    cal = cal.model_copy(update={"accuracy": acc})
-    return cal, rows, held
+    return paradl_calibration(import_paradl(csv_path), system, str(csv_path))
+
+
+def merged(calibration: Calibration, system: SystemProfile) -> tuple[Calibration, tuple[str, ...]]:
+    """``calibration`` with the models of the profile's current calibration that it did
+    not refit kept, and their names."""
+    return merge_models(calibration, system.calibration)
+
+
+def model_report(records: list, calibration: Calibration,
+                 kept: tuple[str, ...] = ()) -> ModelReport:
+    """Which of the imported CSV's models the fit calibrated, which it dropped and why,
+    and which the profile's previous calibration kept."""
+    fitted, dropped = paradl_model_report(records, calibration)
+    return ModelReport(fitted=fitted, dropped=dropped, kept_from_base=kept)
 
 
 def write_calibration(profile_path: str | Path, calibration: Calibration) -> None:
@@ -295,6 +83,6 @@ def write_calibration(profile_path: str | Path, calibration: Calibration) -> Non
     if "calibration" in data:
         raise ScenarioError("calibration must only appear in the generated block",
                             source=str(path), field="calibration")
-    block = yaml.safe_dump({"calibration": calibration.model_dump(mode="json")},
+    block = yaml.safe_dump({"calibration": calibration.to_data()},
                            sort_keys=False, default_flow_style=False, width=100)
     write_text(path, f"{head}\n{MARKER}\n{block}")

@@ -16,7 +16,8 @@ of different shapes reach different rates — and per element of the convolution
 input patches (``|y|·k² + |x|``, the lowering to a matrix product and the memory
 traffic around it). All eight coefficients are non-negative and fitted at once over
 every measured (model, batch). This is a per-kind roofline in its simplest form: the
-layer counts, MACs and patch sizes come from the layer IR the oracle uses.
+layer counts, MACs and patch sizes come from the layer IR the oracle uses, and the
+oracle evaluates the law (:mod:`testbed.oracle.fitted`) with the same features.
 
 **What is measured** on a CPU device is the process CPU time of a step
 (``step_cpu_s``): on a shared machine the wall time also holds the time slices other
@@ -35,9 +36,13 @@ from testbed.calibration.metrics import relative_nnls, residuals, sig
 from testbed.calibration.section import ComputeFit, ComputeLaw, StepLine
 from testbed.measurements import TrainConfig, TrainSummary
 from testbed.model.ir import Model
+from testbed.oracle import Request
+from testbed.oracle.fitted import LAW_LAYER_KINDS, features, law_time_s
+from testbed.systems import SystemProfile
 
-#: Layer kinds with their own fixed cost in the law; the rest share one.
-LAW_LAYER_KINDS = ("conv", "fc", "bn", "other")
+__all__ = ["LAW_LAYER_KINDS", "MIN_BATCHES", "ComputePoint", "features", "fit_compute", "fitted_basis", "law_time_s", "measured_step_s", "model_ir",
+           "predict_compute_s", "train_request"]
+
 #: Fewest distinct batches that separate the fixed cost from the per-sample cost.
 MIN_BATCHES = 2
 
@@ -53,51 +58,28 @@ def model_ir(cfg: TrainConfig) -> Model:
     return get_model(cfg.model, cfg.shape)
 
 
+def train_request(cfg: TrainConfig, system: SystemProfile) -> Request:
+    """The oracle request of a harness training run: its model (with its options and
+    input shape), framework and precision, ``batch_size`` samples per process, one
+    process serial, several data parallel."""
+    return Request(model=model_ir(cfg), system=system,
+                   strategy="serial" if cfg.processes == 1 else "data", gpus=cfg.processes,
+                   global_batch=cfg.batch_size * cfg.processes, precision=cfg.precision,
+                   framework=cfg.framework)
+
+
+def fitted_basis(basis: str) -> bool:
+    """Whether an estimate's compute rests on a measured step or a fitted law (its
+    ``calibration`` line), not on FLOPs over a nominal rate."""
+    return "compute measured" in basis or "compute law" in basis
+
+
 def measured_step_s(record: TrainSummary) -> tuple[float, str]:
     """The step time the fit uses and its name (see the module doc)."""
     cfg, m = record.config, record.metrics
     if cfg.device == "cpu" and cfg.processes == 1 and m.step_cpu_s is not None:
         return m.step_cpu_s, "step_cpu_s"
     return m.step_s, "step_s"
-
-
-@dataclass(frozen=True)
-class LayerFeatures:
-    """What the law reads from a model's IR."""
-
-    layers: dict[str, int]
-    parameters: int
-    conv_macs: int
-    fc_macs: int
-    conv_patch: int
-
-    def row(self, batch: float) -> list[float]:
-        return ([float(self.layers[k]) for k in LAW_LAYER_KINDS] + [float(self.parameters)]
-                + [batch * self.conv_macs, batch * self.fc_macs, batch * self.conv_patch])
-
-
-def features(model: Model) -> LayerFeatures:
-    layers = dict.fromkeys(LAW_LAYER_KINDS, 0)
-    conv_macs = fc_macs = patch = 0
-    for layer in model.layers:
-        kind = layer.kind if layer.kind in LAW_LAYER_KINDS else "other"
-        if layer.kind == "deconv":
-            kind = "conv"
-        layers[kind] += 1
-        if kind == "conv":
-            conv_macs += layer.forward_macs
-            area = int(np.prod(layer.kernel)) if layer.kernel else 1
-            patch += layer.y_elems * area + layer.x_elems
-        elif kind == "fc":
-            fc_macs += layer.forward_macs
-    return LayerFeatures(layers, model.parameters, conv_macs, fc_macs, patch)
-
-
-def law_time_s(law: ComputeLaw, model: Model, batch: float) -> float:
-    f = features(model)
-    coef = [law.per_layer_s.get(k, 0.0) for k in LAW_LAYER_KINDS] + [
-        law.per_parameter_s, law.conv_mac_s, law.fc_mac_s, law.conv_patch_s]
-    return float(np.dot(f.row(batch), coef))
 
 
 @dataclass(frozen=True)
@@ -158,17 +140,10 @@ def fit_compute(records: list[TrainSummary]) -> tuple[ComputeFit, ...]:
     return tuple(fits)
 
 
-def find_fit(fits: tuple[ComputeFit, ...], framework: str, precision: str,
-             device: str = "cpu") -> ComputeFit | None:
-    for f in fits:
-        if (f.framework, f.precision, f.device) == (framework, precision, device):
-            return f
-    return None
-
-
 def predict_compute_s(fit: ComputeFit, model: Model, batch: float) -> tuple[float, str] | None:
-    """Predicted step compute of ``model`` at per-process ``batch``, and what it rests on
-    (the model's own line, else the law), or None when the fit has neither."""
+    """Step compute of ``model`` at per-process ``batch`` by one fit alone, and what it
+    rests on (the model's own line, else the law), or None when the fit has neither —
+    the fit's own view; predictions go through the oracle (:func:`train_request`)."""
     line = fit.models.get(model.name)
     if line is not None:
         return line.fixed_s + line.s_per_sample * batch, f"{model.name} line"

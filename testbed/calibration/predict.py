@@ -6,8 +6,10 @@ covers it:
 
 * ParaDL/ABCI iterations: the oracle (:func:`testbed.oracle.estimate`) with the
   profile's ``calibration`` — the same request ``testbed calibrate`` scores;
-* harness training steps: the compute fit (the model's own line, else the law), plus
-  for data-parallel runs the gradient and loss all-reduces from the network fit;
+* harness training steps: the oracle too (:func:`train_request`: the record's model,
+  framework, precision and per-process batch, serial or data parallel), which reads
+  the profile's fitted section — the model's own step line, else the framework's law,
+  and for data-parallel runs the gradient all-reduce with the backend's fitted α–β;
 * collectives: the α–β of the network fit; checkpoints: the storage fit; restarts:
   the restart fit with the storage fit's load of the checkpoint's bytes;
 * supervised runs: the replay (:mod:`testbed.calibration.replay`), run through the
@@ -20,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from testbed.calibration.compute import find_fit, measured_step_s, model_ir, predict_compute_s
+from testbed.calibration.abci import request_for
+from testbed.calibration.compute import fitted_basis, measured_step_s, train_request
 from testbed.calibration.network import collective_time_s, find_collective, measured_time_s
 from testbed.calibration.paradl import is_paradl_record, measurement_of
 from testbed.calibration.replay import (
@@ -48,10 +51,9 @@ from testbed.measurements import (
     SupervisedRun,
     TrainSummary,
 )
+from testbed.oracle import estimate
 from testbed.systems import SystemProfile
 
-#: Bytes of one fp32 gradient value (the harnesses all-reduce fp32 gradients).
-GRAD_BYTES = 4
 #: ``simulate(spec) -> (wall_s, checkpoint_s, restart_s, lost_s)`` of one replication.
 Simulate = Callable[[object], tuple[float, float, float, float]]
 
@@ -70,36 +72,26 @@ class Prediction:
         return asdict(self)
 
 
-def _train(rec: TrainSummary, fit: RecordsFit) -> list[Prediction]:
+def _train(rec: TrainSummary, system: SystemProfile) -> list[Prediction]:
     cfg = rec.config
-    compute = find_fit(fit.compute, cfg.framework, cfg.precision, cfg.device)
-    if compute is None:
+    est = estimate(train_request(cfg, system))
+    if est.time_per_iteration_s is None or not fitted_basis(est.calibration):
         return []
-    ir = model_ir(cfg)
-    got = predict_compute_s(compute, ir, cfg.batch_size)
-    if got is None:
-        return []
-    pred, basis = got
-    label = f"{cfg.framework} {ir.name} b={cfg.batch_size} {cfg.precision}"
+    label = f"{cfg.framework} {est.model} b={cfg.batch_size} {cfg.precision}"
+    basis = f"oracle: {est.calibration}"
     if cfg.processes == 1:
         measured, _ = measured_step_s(rec)
-        return [Prediction(f"{cfg.framework}_step_s", measured, pred, label, basis)]
-    ab = find_collective(fit.network, "allreduce", cfg.backend, cfg.processes)
-    if ab is None:
-        return []
-    comm = (collective_time_s(ab, ir.parameters * GRAD_BYTES, cfg.processes)
-            + collective_time_s(ab, GRAD_BYTES, cfg.processes))
+        return [Prediction(f"{cfg.framework}_step_s", measured, est.time_per_iteration_s,
+                           label, basis)]
     return [Prediction(f"{cfg.framework}_dp{cfg.processes}_step_s", rec.metrics.step_s,
-                       pred + comm, f"{label} ×{cfg.processes} {cfg.backend}",
-                       f"{basis} + {cfg.backend} all-reduce")]
+                       est.time_per_iteration_s, f"{label} ×{cfg.processes} {cfg.backend}",
+                       basis)]
 
 
 def _paradl(rec: TrainSummary, system: SystemProfile) -> list[Prediction]:
-    from testbed.calibrate import request_for
-    from testbed.oracle import estimate
     m = measurement_of(rec)
     # a model the calibration has not measured still has a prediction: the system-wide
-    # values the fit learned across the measured ones (testbed.calibrate, step 4)
+    # values the fit learned across the measured ones (testbed.calibration.abci)
     est = estimate(request_for(m, system))
     if est.time_per_iteration_s is None:
         return []
@@ -147,11 +139,11 @@ def _restart(rec: Restart, fit: RecordsFit) -> list[Prediction]:
                        f"{rec.framework} {rec.model} restart {rec.incarnation}", "restart fit")]
 
 
-def _supervised(rec: SupervisedRun, fit: RecordsFit, simulate: Simulate | None
+def _supervised(rec: SupervisedRun, system: SystemProfile, simulate: Simulate | None
                 ) -> list[Prediction]:
     plan = plan_of_record(rec)
     try:
-        costs = replay_costs(fit, plan)
+        costs = replay_costs(system, plan)
     except InputError:
         return []
     schedule = kill_times(plan, costs)
@@ -173,7 +165,7 @@ def predict_record(rec: Record, system: SystemProfile, fit: RecordsFit | None,
     if fit is None:
         return []
     if isinstance(rec, TrainSummary):
-        return _train(rec, fit)
+        return _train(rec, system)
     if isinstance(rec, Collective):
         return _collective(rec, fit)
     if isinstance(rec, Checkpoint):
@@ -181,5 +173,5 @@ def predict_record(rec: Record, system: SystemProfile, fit: RecordsFit | None,
     if isinstance(rec, Restart):
         return _restart(rec, fit)
     if isinstance(rec, SupervisedRun):
-        return _supervised(rec, fit, simulate)
+        return _supervised(rec, system, simulate)
     return []

@@ -1,10 +1,10 @@
 """Calibrated profiles: loading them (with their fitted section) and writing them.
 
 A calibrated profile is an ordinary system profile (:mod:`testbed.systems`) whose
-``calibration`` block also holds ``records_fit`` (:class:`RecordsFit`). Until
-``Calibration`` declares that field, :func:`load_calibrated` validates the section
-itself and the rest of the profile with :class:`~testbed.systems.SystemProfile`, so
-both old and new profiles load the same way.
+``calibration`` block also holds ``records_fit`` (:class:`RecordsFit`, a typed field
+of :class:`~testbed.systems.Calibration`), so it loads everywhere a profile loads
+(``testbed oracle``, a scenario's ``system:``, ``testbed verify``);
+:func:`load_calibrated` returns the fitted section alongside.
 
 :func:`profile_yaml` renders a profile's data as YAML deterministically (keys in the
 order the data holds them), which is what makes a refit byte-identical.
@@ -23,7 +23,7 @@ from testbed.calibration.section import RecordsFit
 from testbed.errors import ScenarioError
 from testbed.inputs import load_yaml
 from testbed.schema import validate
-from testbed.systems import Calibration, SystemProfile, profile_path
+from testbed.systems import SystemProfile, load_system, profile_path
 
 #: Key of the fitted section inside ``calibration``.
 SECTION = "records_fit"
@@ -42,14 +42,9 @@ class CalibratedProfile:
     data: dict[str, Any]
 
 
-def _system_knows_section() -> bool:
-    return SECTION in Calibration.model_fields
-
-
 def validate_profile(data: Any, source: str, lines: dict[str, int] | None = None
                      ) -> tuple[SystemProfile, RecordsFit | None]:
-    """Validate plain profile data (the fitted section on its own when the profile
-    schema does not declare it yet)."""
+    """Validate plain profile data; the profile and its fitted section (None if none)."""
     lines = lines or {}
     if not isinstance(data, dict):
         raise ScenarioError("a system profile must be a mapping of keys to values",
@@ -57,31 +52,26 @@ def validate_profile(data: Any, source: str, lines: dict[str, int] | None = None
     if "source" in data:
         raise ScenarioError("unknown key 'source'", source=source, field="source",
                             line=lines.get("source"))
-    body = copy.deepcopy(data)
-    fit = None
-    cal = body.get("calibration")
-    if isinstance(cal, dict) and SECTION in cal:
-        raw = cal[SECTION] if _system_knows_section() else cal.pop(SECTION)
+    cal = data.get("calibration")
+    if isinstance(cal, dict) and SECTION in cal:     # the fitted section's errors first
         prefix = f"calibration.{SECTION}."
         sub = {k[len(prefix):]: v for k, v in lines.items() if k.startswith(prefix)}
         try:
-            fit = validate(RecordsFit, raw, source=source, lines=sub, what=SECTION)
+            validate(RecordsFit, cal[SECTION], source=source, lines=sub, what=SECTION)
         except ScenarioError as exc:
             field = f"calibration.{SECTION}" + (f".{exc.field}" if exc.field else "")
             raise ScenarioError(exc.message, source=source, field=field, line=exc.line) from None
-        if not cal:
-            body["calibration"] = None
-    system = validate(SystemProfile, {**body, "source": source}, source=source, lines=lines,
-                      what="system profile")
-    return system, fit
+    system = validate(SystemProfile, {**copy.deepcopy(data), "source": source}, source=source,
+                      lines=lines, what="system profile")
+    return system, system.records_fit
 
 
 def load_calibrated(name_or_path: str | Path) -> CalibratedProfile:
     """Load a profile by name (shipped) or path, with its fitted section if any."""
     path = str(profile_path(name_or_path))
+    system = load_system(path)
     doc = load_yaml(path)
-    system, fit = validate_profile(doc.data, path, doc.lines)
-    return CalibratedProfile(path=path, system=system, fit=fit, data=doc.data)
+    return CalibratedProfile(path=path, system=system, fit=system.records_fit, data=doc.data)
 
 
 def profile_yaml(data: dict[str, Any]) -> str:

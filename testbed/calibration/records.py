@@ -4,7 +4,8 @@ and the ParaDL/ABCI CSV turned into records.
 :func:`load_records` reads every file once through :mod:`testbed.inputs` (bytes →
 SHA-256 → lines → validated records), so the hash in the fitted profile is the hash
 of exactly what was fitted. :func:`check_machine` refuses records of several machines,
-or of another machine than the profile's, unless forced.
+or of another machine than the profile's, unless forced. Every record read or imported
+is checked for physically plausible values (:mod:`testbed.calibration.plausible`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.calibration.plausible import check_record
 from testbed.calibration.section import InputFile, Machine
 from testbed.errors import InputError, ScenarioError
 from testbed.inputs import decode_utf8, parse_json, read_bytes, read_csv
@@ -77,7 +79,9 @@ def read_record_file(path: str | Path) -> RecordFile:
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             value = parse_json(line, source=source, line=number)
-            records.append((number, parse_record(value, source=source, line=number)))
+            record = parse_record(value, source=source, line=number)
+            check_record(record, source, number)
+            records.append((number, record))
     if not records:
         raise ScenarioError("no records", source=source)
     return RecordFile(path=source, sha256=hashlib.sha256(data).hexdigest(),
@@ -166,6 +170,18 @@ def _float(row: dict[str, str], key: str, source: str, line: int) -> float:
                             field=key) from None
 
 
+#: The CSV column behind each record field (errors name the column the user wrote).
+PARADL_FIELDS = {"metrics.step_s": "s_per_iter_median", "metrics.step_mean_s": "s_per_iter_mean",
+                 "config.processes": "gpus", "config.batch_size": "samples_per_gpu",
+                 "config.global_batch": "global_batch", "config.group_size": "gpus_per_group",
+                 "config.input_shape": "input_sample_shape", "config.model": "model",
+                 "config.strategy": "strategy", "metrics.steps": "n"}
+
+
+def _column(field: str | None) -> str | None:
+    return PARADL_FIELDS.get(field or "", field)
+
+
 def paradl_record(row: dict[str, str], source: str, line: int) -> Record:
     """One ABCI run (a row of the ParaDL CSV) as a ``train_summary`` record."""
     gpus = _int(row, "gpus", source, line)
@@ -190,7 +206,8 @@ def paradl_record(row: dict[str, str], source: str, line: int) -> Record:
     try:
         return make_record("train_summary", **fields)
     except InputError as exc:
-        raise ScenarioError(exc.message, source=source, line=line, field=exc.field) from None
+        raise ScenarioError(exc.message, source=source, line=line,
+                            field=_column(exc.field)) from None
 
 
 def import_paradl(path: str | Path) -> list[Record]:
@@ -199,4 +216,13 @@ def import_paradl(path: str | Path) -> list[Record]:
     rows = read_csv(path, source=source, required=PARADL_COLUMNS)
     if not rows:
         raise ScenarioError("no measurements", source=source)
-    return [paradl_record(row, source, line) for line, row in rows]
+    out = []
+    for line, row in rows:
+        record = paradl_record(row, source, line)
+        try:
+            check_record(record, source, line)
+        except ScenarioError as exc:
+            raise ScenarioError(exc.message, source=source, line=line,
+                                field=_column(exc.field)) from None
+        out.append(record)
+    return out

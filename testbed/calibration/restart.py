@@ -23,7 +23,7 @@ from testbed.measurements import Restart
 
 def restart_time_s(fit: RestartFit, load_s: float) -> float:
     """Kill to the first step of the new process, with a checkpoint load of ``load_s``."""
-    return fit.other_s + fit.process_start_s + fit.setup_s + load_s + fit.first_step_s
+    return fit.time_s(load_s)
 
 
 def fit_restart(records: list[Restart]) -> tuple[RestartFit, ...]:

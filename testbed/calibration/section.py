@@ -134,6 +134,10 @@ class RestartFit(Strict):
     points: int = Field(ge=0)
     residuals: Residuals
 
+    def time_s(self, load_s: float = 0.0) -> float:
+        """Kill to the first step of the new process, with a checkpoint load of ``load_s``."""
+        return self.other_s + self.process_start_s + self.setup_s + load_s + self.first_step_s
+
 
 class Machine(Strict):
     """The machine the records were measured on."""
@@ -143,12 +147,39 @@ class Machine(Strict):
     gpu_model: str
 
 
+#: Frameworks in the order a profile's default is chosen among equally measured ones.
+FRAMEWORK_PREFERENCE = ("torch", "tensorflow", "chainer")
+#: The checkpoint format a prediction uses when neither the request nor the profile names
+#: one: the harness's own atomic store (state + manifest, fsynced, renamed into place) —
+#: what the supervised runs write, and the closest to a production checkpoint.
+DEFAULT_CHECKPOINT_FORMAT = "harness"
+
+
+def collective_backend(library: str) -> str:
+    """The records' backend name of a profile's collective library: ``nccl-2.18`` →
+    ``nccl``, ``rccl-…`` → ``nccl`` (RCCL implements NCCL's API and PyTorch names its
+    backend ``nccl`` on ROCm too), ``gloo`` and ``mpi`` as they are."""
+    name = library.split("-")[0]
+    return "nccl" if name == "rccl" else name
+
+
 class RecordsFit(Strict):
-    """``calibration.records_fit`` of a calibrated profile (see the module doc)."""
+    """``calibration.records_fit`` of a calibrated profile (see the module doc).
+
+    ``framework`` and ``checkpoint_format`` are the defaults of predictions that name
+    none (the oracle's ``Request.framework`` and ``Request.checkpoint_format``): the
+    fit writes the framework with the most single-process step measurements and the
+    harness's format; edit them to make another the default. The lookups below are
+    what the oracle, the checkpoint cost and the restart default read.
+    """
 
     method: str = "testbed.calibration.fit"
     schema_version: int = 1
     base: str = Field(description="the base profile's name")
+    framework: str | None = Field(default=None,
+                                  description="framework of predictions that name none")
+    checkpoint_format: str | None = Field(
+        default=None, description="checkpoint format of predictions that name none")
     machine: Machine | None = None
     fitted_at: str | None = Field(default=None, description="newest record's measured_at")
     inputs: tuple[InputFile, ...] = ()
@@ -158,3 +189,52 @@ class RecordsFit(Strict):
     restart: tuple[RestartFit, ...] = ()
     paradl: Residuals | None = Field(default=None,
                                      description="the ABCI/ParaDL fit, when records had one")
+
+    # -- lookups -------------------------------------------------------------------
+    def default_framework(self) -> str | None:
+        """The framework of a prediction that names none: ``framework``, else the first
+        measured one in :data:`FRAMEWORK_PREFERENCE` order, else any measured one."""
+        if self.framework:
+            return self.framework
+        seen = [c.framework for c in self.compute] + [s.framework for s in self.storage] + [
+            r.framework for r in self.restart]
+        for name in FRAMEWORK_PREFERENCE:
+            if name in seen:
+                return name
+        return min(seen, default=None)
+
+    def compute_for(self, framework: str, precision: str, device: str | None = None,
+                    fallback_precision: str | None = None) -> ComputeFit | None:
+        """The compute fit of ``framework`` in ``precision`` (else in
+        ``fallback_precision``, else in any precision measured), preferring ``device``."""
+        fits = [c for c in self.compute if c.framework == framework]
+        if device is not None:
+            fits = sorted(fits, key=lambda c: c.device != device)
+        for want in (precision, fallback_precision):
+            hit = next((c for c in fits if c.precision == want), None)
+            if hit is not None:
+                return hit
+        return fits[0] if fits else None
+
+    def storage_for(self, framework: str | None = None, fmt: str | None = None
+                    ) -> StorageFit | None:
+        """The storage fit of ``framework`` (default :meth:`default_framework`) and
+        checkpoint format ``fmt`` (default ``checkpoint_format``, else the harness's own,
+        else the framework's first fitted format); None when nothing matches."""
+        framework = framework or self.default_framework()
+        own = [s for s in self.storage if s.framework == framework]
+        if fmt is not None:
+            return next((s for s in own if s.format == fmt), None)
+        for want in (self.checkpoint_format, DEFAULT_CHECKPOINT_FORMAT):
+            hit = next((s for s in own if s.format == want), None)
+            if hit is not None:
+                return hit
+        return own[0] if own else None
+
+    def restart_for(self, framework: str | None = None) -> RestartFit | None:
+        framework = framework or self.default_framework()
+        return next((r for r in self.restart if r.framework == framework), None)
+
+    def network_for(self, backend: str) -> tuple[AlphaBeta, ...]:
+        """The collective fits of one backend (every op, tier and process count)."""
+        return tuple(ab for ab in self.network if ab.backend == backend)

@@ -1,5 +1,9 @@
 """Verification: every record predicted by a calibrated profile, scored per quantity.
 
+Predictions come from :mod:`testbed.calibration.predict` — training steps and ParaDL
+iterations through the oracle (:func:`testbed.oracle.estimate`), which reads the
+profile's ``calibration`` and its fitted section.
+
 Hold-out schemes (what is left out of the fit that predicts a record):
 
 * ``none``: the profile as it is (in sample for the records it was fitted on; out of
@@ -23,9 +27,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from testbed.calibration.compute import model_ir
-from testbed.calibration.fit import fit_sections
+from testbed.calibration.fit import refit
 from testbed.calibration.metrics import accuracy, mape_pct, rank_correlation
-from testbed.calibration.paradl import is_paradl_record, paradl_calibration
 from testbed.calibration.predict import Prediction, Simulate, predict_record
 from testbed.calibration.records import RecordSet
 from testbed.calibration.section import RecordsFit
@@ -38,7 +41,7 @@ from testbed.measurements import (
     SupervisedRun,
     TrainSummary,
 )
-from testbed.systems import SystemProfile
+from testbed.systems import Calibration, SystemProfile
 
 HOLDOUTS = ("none", "loo", "by-batch", "by-model")
 #: Worst cases listed per quantity.
@@ -111,19 +114,6 @@ def group_key(rec: Record, scheme: str, index: int) -> str:
     return f"record:{index}"
 
 
-def _refit(records: list[Record], system: SystemProfile, base_fit: RecordsFit | None
-           ) -> tuple[SystemProfile, RecordsFit]:
-    """The profile and section refitted on ``records`` only."""
-    sections = fit_sections(records, system)
-    fit = (base_fit or RecordsFit(base=system.name)).model_copy(update={
-        "compute": sections.compute, "network": sections.network,
-        "storage": sections.storage, "restart": sections.restart})
-    if any(is_paradl_record(r) for r in records):
-        cal, _, _ = paradl_calibration(records, system, "holdout refit")
-        system = system.model_copy(update={"calibration": cal})
-    return system, fit
-
-
 def _predictions(records: RecordSet, system: SystemProfile, fit: RecordsFit | None,
                  holdout: str, simulate: Simulate | None
                  ) -> list[tuple[str, int, Prediction]]:
@@ -138,10 +128,11 @@ def _predictions(records: RecordSet, system: SystemProfile, fit: RecordsFit | No
     for key in sorted(groups, key=lambda k: groups[k][0]):
         held = set(groups[key])
         rest = [rec for i, (_, _, rec) in enumerate(located) if i not in held]
-        sys_g, fit_g = _refit(rest, system, fit)
+        sys_g = refit(rest, system)
         for i in sorted(held):
             path, line, rec = located[i]
-            out += [(path, line, p) for p in predict_record(rec, sys_g, fit_g, simulate)]
+            out += [(path, line, p)
+                    for p in predict_record(rec, sys_g, sys_g.records_fit, simulate)]
     return out
 
 
@@ -164,6 +155,10 @@ def verify(records: RecordSet, system: SystemProfile, fit: RecordsFit | None, *,
     if holdout not in HOLDOUTS:
         raise InputError(f"unknown hold-out {holdout!r}; choose from {', '.join(HOLDOUTS)}",
                          field="--holdout")
+    if fit is not None and system.records_fit != fit:     # the oracle reads the profile's
+        cal = system.calibration or Calibration()
+        system = system.model_copy(update={"calibration": cal.model_copy(
+            update={"records_fit": fit})})
     preds = _predictions(records, system, fit, holdout, simulate)
     rows = tuple(Row(quantity=p.quantity, file=path, line=line, label=p.label,
                      measured=p.measured, predicted=p.predicted,

@@ -8,6 +8,7 @@ from testbed.cli.common import emit_json, positive, shape_option, table
 from testbed.errors import InputError
 from testbed.oracle import STRATEGIES, Estimate, Request, estimate, resolve_model
 from testbed.oracle.collectives import OPS, Fabric, bus_factor
+from testbed.oracle.fitted import fitted_links
 from testbed.oracle.sweep import DEFAULT_MIN_BATCH_PER_GPU, DEFAULT_MIN_EFFICIENCY, sweep
 from testbed.resilience.ckpt_cost import TIERS, WRITERS
 from testbed.systems import load_system
@@ -70,7 +71,8 @@ def _print_checkpoint(c: dict) -> None:
              ("fsync", c["fsync_s"])]
     click.echo(f"checkpoint of {format_bytes(c['state_bytes'])} to {c['tier']}: "
                f"{c['writers']} writer(s) on {c['writer_nodes']} node(s), "
-               f"write {format_duration(c['write_s'])}, read {format_duration(c['read_s'])}")
+               f"write {format_duration(c['write_s'])}, read {format_duration(c['read_s'])} "
+               f"({c.get('basis', 'physics')})")
     click.echo(table(["checkpoint term", "time"], [(n, format_duration(v)) for n, v in terms],
                      align="lr"))
 
@@ -98,6 +100,12 @@ def oracle() -> None:
 @click.option("--checkpoint-writers", type=click.Choice(WRITERS), default="single",
               show_default=True, help="Who writes a replicated state.")
 @click.option("--checkpoint-tier", type=click.Choice(TIERS), default="pfs", show_default=True)
+@click.option("--framework", default=None,
+              help="Calibrated profiles: the framework whose fitted compute and checkpoint "
+                   "storage apply (default: the profile's, calibration.records_fit.framework).")
+@click.option("--checkpoint-format", default=None,
+              help="Calibrated profiles: the fitted checkpoint format (default: the "
+                   "profile's, calibration.records_fit.checkpoint_format).")
 @click.option("--micro-batches", type=int, help="Pipeline micro-batches (default min(B, 4p)).")
 @click.option("--schedule", default="1f1b", show_default=True, help="Pipeline: gpipe or 1f1b.")
 @click.option("--overlap/--no-overlap", default=None,
@@ -109,9 +117,9 @@ def oracle() -> None:
 @click.option("--sample-bytes", type=float, help="Bytes read per input sample.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def predict_cmd(system, model, strategy, gpus, global_batch, group_size, input_shape, precision,
-                input_precision, optimizer, checkpoint_writers, checkpoint_tier, micro_batches,
-                schedule, overlap, mode, mask_path, epoch_samples, sample_bytes,
-                as_json) -> None:
+                input_precision, optimizer, checkpoint_writers, checkpoint_tier, framework,
+                checkpoint_format, micro_batches, schedule, overlap, mode, mask_path,
+                epoch_samples, sample_bytes, as_json) -> None:
     """Predict time per iteration and memory per GPU of one configuration."""
     positive(gpus, "--gpus")
     positive(global_batch, "--global-batch")
@@ -125,7 +133,8 @@ def predict_cmd(system, model, strategy, gpus, global_batch, group_size, input_s
                   overlap=overlap, mode=mode, mask=_mask(mask_path, mdl),
                   sample_bytes=sample_bytes, epoch_samples=epoch_samples,
                   input_precision=input_precision, checkpoint_writers=checkpoint_writers,
-                  checkpoint_tier=checkpoint_tier)
+                  checkpoint_tier=checkpoint_tier, framework=framework,
+                  checkpoint_format=checkpoint_format)
     est = estimate(req)
     if as_json:
         emit_json(est.to_dict())
@@ -222,18 +231,23 @@ def collective_cmd(system, op, size, gpus, stride, as_json) -> None:
     if (gpus - 1) * stride + 1 > sysp.max_gpus:
         raise InputError(f"{gpus} ranks {stride} apart do not fit in {sysp.max_gpus} GPUs",
                          source="--gpus")
-    fabric = Fabric.from_spec(sysp.network, sysp.node.gpus_per_node)
+    fabric = Fabric.from_spec(sysp.network, sysp.node.gpus_per_node,
+                              fitted=fitted_links(sysp))
     cost = fabric.cost(op, nbytes, gpus, stride)
+    fit = fabric.fitted_for(op, cost.tier, gpus) if fabric.fitted else None
     algbw = nbytes / cost.time_s if cost.time_s > 0 else 0.0
     out = {"system": sysp.name, "op": op, "bytes": nbytes, "gpus": gpus, "stride": stride,
            "time_s": cost.time_s, "algorithm": cost.algorithm, "tier": cost.tier,
            "algbw_GBps": algbw / 1e9, "busbw_GBps": algbw * bus_factor(op, gpus) / 1e9,
-           "library": sysp.network.library}
+           "library": sysp.network.library,
+           "basis": f"fitted α–β ({fit.backend}, {fit.processes} processes)" if fit
+           else "profile"}
     if as_json:
         emit_json(out)
         return
     click.echo(f"{op} of {format_bytes(nbytes)} among {gpus} GPU(s) on {sysp.name} "
-               f"({sysp.network.library}): {cost.algorithm} over {cost.tier}")
+               f"({sysp.network.library}): {cost.algorithm} over {cost.tier} "
+               f"[{out['basis']}]")
     click.echo(table(["time", "algbw (GB/s)", "busbw (GB/s)"],
                      [(format_duration(cost.time_s), f"{out['algbw_GBps']:.2f}",
                        f"{out['busbw_GBps']:.2f}")], align="rrr"))

@@ -87,11 +87,13 @@ def calibrate_records(records: tuple[str, ...], base: str | None, output: str | 
     written = None if dry_run or target is None else str(target)
     if as_json:
         emit_json({"profile": result.data, "written": written,
-                   "calibration": result.calibration.model_dump(mode="json")
-                   if result.calibration else None,
-                   "rows": result.paradl_rows})
+                   "calibration": result.calibration.to_data() if result.calibration else None,
+                   "rows": result.paradl_rows,
+                   "models": result.models.to_dict() if result.models else None})
         return
     _summary(result)
+    if result.models is not None:
+        click.echo(f"models: {result.models.line()}")
     click.echo("dry run: profile not written" if written is None else f"wrote {written}")
 
 

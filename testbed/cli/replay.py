@@ -52,7 +52,7 @@ def replay(timeline: str, system: str) -> dict:
     if prof.fit is None:
         raise ScenarioError("the profile has no calibration.records_fit (calibrate it from "
                             "records first)", source=prof.path, field="calibration")
-    costs = replay_costs(prof.fit, plan)
+    costs = replay_costs(prof.system, plan)
     schedule = kill_times(plan, costs)
     spec = replay_spec(plan, costs, schedule, name)
     rep = run_fast(spec, 0, 0)

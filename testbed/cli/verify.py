@@ -1,9 +1,10 @@
 """``testbed verify PROFILE RECORDS...``: how close a calibrated profile gets to
 measurements.
 
-Every record is predicted with the profile (the oracle for ParaDL iterations, the
-fitted sections for harness records, the simulator for supervised runs — see
-:mod:`testbed.calibration.predict`), optionally with configurations held out of a refit
+Every record is predicted with the profile (the oracle for training steps and ParaDL
+iterations, the fitted sections for micro-benchmarks, checkpoints and restarts, the
+simulator for supervised runs — see :mod:`testbed.calibration.predict`), optionally with
+configurations held out of a refit
 (``--holdout loo|by-batch|by-model``), and scored per quantity: ParaDL's accuracy (mean
 of min/max), MAPE, rank correlation, the worst cases. ``--plot FILE.png`` draws
 predicted against measured, one colour per quantity.

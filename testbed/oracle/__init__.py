@@ -30,7 +30,8 @@ def predict(system: str | SystemProfile, model: str | Model, strategy: str, gpus
             schedule: str = "1f1b", overlap: bool | None = None, mode: str = "testbed",
             mask: tuple[bool, ...] | None = None, sample_bytes: float | None = None,
             epoch_samples: int | None = None, input_precision: str | None = None,
-            checkpoint_writers: str = "single", checkpoint_tier: str = "pfs") -> Estimate:
+            checkpoint_writers: str = "single", checkpoint_tier: str = "pfs",
+            framework: str | None = None, checkpoint_format: str | None = None) -> Estimate:
     """Predict one configuration by names (see :class:`Request` for the fields)."""
     req = Request(model=resolve_model(model, input_shape), system=load_system(system),
                   strategy=strategy, gpus=gpus, global_batch=global_batch,
@@ -38,5 +39,6 @@ def predict(system: str | SystemProfile, model: str | Model, strategy: str, gpus
                   micro_batches=micro_batches, schedule=schedule, overlap=overlap, mode=mode,
                   mask=mask, sample_bytes=sample_bytes, epoch_samples=epoch_samples,
                   input_precision=input_precision, checkpoint_writers=checkpoint_writers,
-                  checkpoint_tier=checkpoint_tier)
+                  checkpoint_tier=checkpoint_tier, framework=framework,
+                  checkpoint_format=checkpoint_format)
     return estimate(req)

@@ -32,6 +32,15 @@ Algorithms (nccl-tests' definitions of S; α = per-step latency of the tier span
 ParaDL's rules (``links`` model) keep one ring at the spanned tier's bandwidth and its
 formulas exactly: ring all-reduce ``2(n−1)(α + S/n/B)``, all-gather
 ``(n−1)(α + S/n/B)``.
+
+On a profile calibrated from records, a tier whose collectives the micro-benchmarks
+of the profile's backend measured (:class:`FittedLink`, built by
+:func:`testbed.oracle.fitted.fitted_links`) runs the measured law instead: the ring
+formula above with the fitted α per step and the fitted bus bandwidth — what the
+library achieved there, whatever algorithm it chose — and no modelled alternative.
+An operation without its own fit on that tier takes the tier's all-reduce α–β (same
+links); the fit at the nearest process count is used, and an oversubscribed tier
+beyond the measured placement still slows it by the taper ratio.
 """
 
 from __future__ import annotations
@@ -60,6 +69,18 @@ def bus_factor(op: str, n: int) -> float:
     if op in ("allgather", "reducescatter"):
         return (n - 1) / n
     return 1.0
+
+
+@dataclass(frozen=True)
+class FittedLink:
+    """The α–β a collective micro-benchmark measured on one tier (see the module doc)."""
+
+    op: str
+    tier: str
+    processes: int
+    alpha_s: float
+    bandwidth_Bps: float
+    backend: str = ""
 
 
 @dataclass(frozen=True)
@@ -117,15 +138,18 @@ class Fabric:
     nics_per_node: int = 1
     nic_Bps: float = 0.0            # nominal; the spanned tier's efficiency applies
     nvls_Bps: float | None = None
+    fitted: tuple[FittedLink, ...] = ()
 
     @classmethod
     def from_spec(cls, spec: NetworkSpec, gpus_per_node: int,
                   efficiency: dict[str, float] | None = None, nominal: bool = False,
                   algorithms: tuple[str, ...] | None = None,
-                  model: Literal["nccl", "links"] = "nccl") -> Fabric:
+                  model: Literal["nccl", "links"] = "nccl",
+                  fitted: tuple[FittedLink, ...] = ()) -> Fabric:
         """Build from a profile; ``efficiency`` maps tier names to calibrated factors
         (``"*"`` applies to every tier); ``nominal`` ignores all efficiencies;
-        ``algorithms`` overrides the library's; ``links`` is ParaDL's one-ring model."""
+        ``algorithms`` overrides the library's; ``links`` is ParaDL's one-ring model;
+        ``fitted`` are measured α–β per tier (ignored by ``nominal`` and ``links``)."""
         efficiency = efficiency or {}
         links = []
         for tier in spec.tiers:
@@ -141,8 +165,10 @@ class Fabric:
         nvls = None
         if "nvls" in spec.algorithms():
             nvls = spec.nvls_efficiency * spec.tiers[0].bandwidth_GBps * 1e9
+        if nominal or model == "links":
+            fitted = ()
         return cls(tuple(links), gpus_per_node, halo, tuple(algorithms or spec.algorithms()),
-                   model, spec.nics_per_node or 1, nic_GBps * 1e9, nvls)
+                   model, spec.nics_per_node or 1, nic_GBps * 1e9, nvls, tuple(fitted))
 
     def link_for(self, span_gpus: int) -> Link:
         for link in self.links:
@@ -204,12 +230,27 @@ class Fabric:
         r = place.ranks_per_node
         return ((r - 1) * self.intra.alpha_s + link.alpha_s) / r
 
+    def fitted_for(self, op: str, tier: str, n: int) -> FittedLink | None:
+        """The measured α–β of ``op`` on ``tier`` (else of its all-reduce) at the process
+        count nearest ``n``; None when the tier was not measured."""
+        for want in (op, "allreduce"):
+            hits = [f for f in self.fitted if f.op == want and f.tier == tier]
+            if hits:
+                return min(hits, key=lambda f: (abs(f.processes - n), f.processes))
+        return None
+
     # -- plans ------------------------------------------------------------------------
     def plans(self, op: str, n: int, stride: int = 1) -> list[Plan]:
-        """Every algorithm the library may run for ``op`` among ``n`` ranks."""
+        """Every algorithm the library may run for ``op`` among ``n`` ranks (the
+        measured ring alone on a fitted tier)."""
         place = self.placement(n, stride)
         bw, link = self.ring_Bps(place)
         steps = {"allreduce": 2 * (n - 1), "broadcast": n - 1}.get(op, n - 1)
+        fit = self.fitted_for(op, link.name, n) if self.fitted else None
+        if fit is not None:
+            taper = self.taper(place, 1.0) / self.taper(self.placement(fit.processes), 1.0)
+            return [Plan(steps * fit.alpha_s, bus_factor(op, n) * max(taper, 1.0)
+                         / fit.bandwidth_Bps, "ring", link.name)]
         out = [Plan(steps * self.ring_hop_s(place, link), bus_factor(op, n) / bw, "ring",
                     link.name)]
         if op == "allreduce" and self.model == "nccl":
@@ -292,6 +333,9 @@ class Fabric:
         link = self.link_for(distance_gpus + 1)
         if nbytes <= 0:
             return CollectiveCost(0.0, "none", link.name)
+        fit = self.fitted_for("p2p", link.name, 2) if self.fitted else None
+        if fit is not None:
+            return CollectiveCost(fit.alpha_s + nbytes / fit.bandwidth_Bps, "p2p", link.name)
         bw = link.bandwidth_Bps
         if self.model == "nccl" and distance_gpus + 1 > self.gpus_per_node:
             bw = self.nic_Bps * link.efficiency

@@ -11,6 +11,7 @@ import numpy as np
 from testbed.oracle.collectives import Fabric
 from testbed.oracle.compute import ComputeRate, compute_rate
 from testbed.oracle.conventions import Conventions, conventions_for
+from testbed.oracle.fitted import fitted_links
 from testbed.oracle.profile import ModelStats, model_stats
 from testbed.oracle.request import FAMILY, Request
 from testbed.oracle.state import dtype_bytes, input_bytes_per_value
@@ -113,9 +114,14 @@ def build_context(req: Request) -> Context:
     stats = model_stats(req.model)
     model_cal = req.system.model_calibration(req.model.name) if rules.use_calibration else None
     efficiency, net_source = _network_efficiency(req, rules, model_cal)
+    fitted = fitted_links(req.system) if rules.use_calibration else ()
     fabric = Fabric.from_spec(req.system.network, req.system.node.gpus_per_node, efficiency,
                               nominal=rules.nominal_network, algorithms=rules.algorithms,
-                              model=rules.network_model)
+                              model=rules.network_model, fitted=fitted)
+    if fabric.fitted:
+        tiers = ", ".join(sorted({f.tier for f in fabric.fitted}))
+        net_source = (f"network α–β fitted ({fabric.fitted[0].backend}: {tiers}), elsewhere "
+                      + net_source.removeprefix("network "))
     rate = compute_rate(req, rules, stats, model_cal, precision)
     strategy_cal, strat_source = _strategy_calibration(req, rules, model_cal)
     sources = tuple(s for s in (net_source, rate.source, strat_source) if s)

@@ -55,7 +55,8 @@ class Estimate:
     (``input_bytes_per_sample``, ``dataset_bytes``, ``staging_s`` to copy the dataset from
     the parallel file system once, per-iteration ``input_read_s`` and
     ``host_to_device_s``), ``compute_model`` (large-batch seconds per sample, half-batch,
-    launch floor, optimizer step, the fixed part of ``compute_s``) and ``checkpoint``
+    launch floor, optimizer step, a measured per-step cost, the fixed part of
+    ``compute_s``) and ``checkpoint``
     (every term of :class:`testbed.resilience.ckpt_cost.CheckpointCost` for this state).
     """
 
@@ -178,15 +179,20 @@ def _inputs(ctx: Context, t: _Times, parts: Parts) -> dict:
 
 
 def _checkpoint(ctx: Context) -> dict:
-    """The checkpoint of this configuration's state (who writes, where, each term)."""
+    """The checkpoint of this configuration's state (who writes, where, each term): the
+    storage physics of the profile, or its fitted storage of the request's framework
+    and checkpoint format when it was calibrated from records."""
     mp, replicas = state_layout(ctx)
     gpu = ctx.system.gpu
+    records = ctx.system.records_fit if ctx.rules.use_calibration else None
+    fitted = records.storage_for(ctx.req.framework, ctx.req.checkpoint_format) if records else None
     cost = checkpoint_cost(
         state_bytes(ctx.req.model.parameters, ctx.req.optimizer, ctx.precision),
         max(1, math.ceil(ctx.p / ctx.gpus_per_node)), replicas, ctx.system.storage,
         model_parallel=mp, gpus_per_node=ctx.gpus_per_node,
         writers=ctx.req.checkpoint_writers, tier=ctx.req.checkpoint_tier,
-        host_link_Bps=gpu.host_link_GBps * 1e9 if gpu.host_link_GBps else None)
+        host_link_Bps=gpu.host_link_GBps * 1e9 if gpu.host_link_GBps else None,
+        fitted=fitted)
     return cost.to_dict()
 
 
@@ -251,6 +257,6 @@ def estimate(req: Request) -> Estimate:
         compute_model=dict(s_per_sample=ctx.compute.s_per_sample,
                            half_batch=ctx.compute.half_batch, launch_s=ctx.compute.launch_s,
                            optimizer_s=ctx.compute.optimizer_s,
-                           fixed_s=parts.compute_fixed_s),
+                           step_fixed_s=ctx.compute.fixed_s, fixed_s=parts.compute_fixed_s),
         checkpoint=_checkpoint(ctx) if ctx.rules.input_io else {},
     )

@@ -42,6 +42,12 @@ class Request:
     layer); ``None`` keeps decoded 8-bit images as they are read. ``checkpoint_writers``
     and ``checkpoint_tier`` say who writes a checkpoint and where
     (:func:`testbed.resilience.ckpt_cost.checkpoint_cost`).
+
+    On a profile calibrated from records, ``framework`` picks the framework whose
+    fitted compute and checkpoint storage apply and ``checkpoint_format`` the fitted
+    format of a checkpoint (``None``: the profile's defaults,
+    ``calibration.records_fit.framework`` and ``.checkpoint_format``); elsewhere they
+    change nothing.
     """
 
     model: Model
@@ -63,6 +69,8 @@ class Request:
     input_precision: str | None = None
     checkpoint_writers: str = "single"
     checkpoint_tier: str = "pfs"
+    framework: str | None = None
+    checkpoint_format: str | None = None
 
 
 def _known(value: str, known: tuple[str, ...], what: str, field: str) -> None:

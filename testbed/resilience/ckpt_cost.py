@@ -19,6 +19,20 @@ so ``write_s`` is their sum; ``read_s`` is the restart's load: open, transfer fr
 tier, deserialise and copy back to the device. Every parameter lives in the profile's
 ``storage`` section (and ``gpu.host_link_GBps``), so calibration can replace it.
 
+**Calibrated from records** (``fitted``, a profile's
+``calibration.records_fit.storage`` entry of one framework and checkpoint format):
+the save of one writer was measured whole, so its fit replaces the physics terms it
+already holds — ``metadata_s`` is the fitted per-checkpoint latency (file creates,
+fsyncs, manifest and rename), ``serialize_s`` the writer's bytes on disk
+(``overhead + ratio × state``) over the fitted write rate (serialisation and write
+together), and ``device_to_host_s`` and ``fsync_s`` are 0 (inside those two). What
+one writer could not measure stays physics: writers sharing the tier slow each other
+by the tier's ratio of one writer's time alone to its time among them (``transfer_s``
+is that excess: the writers of one node share its disk or link, the nodes share the
+PFS aggregate). Loads likewise (fitted load latency and read rate; the save's
+without a load fit).
+``basis`` says which applied.
+
 The simpler :func:`pfs_transfer_s` (state over the writers' aggregate bandwidth) is kept
 for scenarios that give only bandwidths.
 """
@@ -29,6 +43,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from testbed.calibration.section import StorageFit
 from testbed.errors import InputError
 from testbed.systems import StorageSpec
 
@@ -61,6 +76,7 @@ class CheckpointCost:
     read_transfer_s: float
     read_s: float
     write_bandwidth_Bps: float     # what the writers together get from the tier
+    basis: str = "physics"         # or the fitted storage entry it rests on
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -103,10 +119,11 @@ def _tier_Bps(storage: StorageSpec, tier: str, writer_nodes: int,  # noqa: N802
 def checkpoint_cost(state_bytes: float, nodes: int, dp_replicas: int, storage: StorageSpec, *,
                     model_parallel: int = 1, gpus_per_node: int = 1,
                     writers: str = "single", tier: str = "pfs",
-                    host_link_Bps: float | None = None) -> CheckpointCost:  # noqa: N803
+                    host_link_Bps: float | None = None,  # noqa: N803
+                    fitted: StorageFit | None = None) -> CheckpointCost:
     """Cost of checkpointing ``state_bytes`` of training state held by a job of ``nodes``
     nodes: ``model_parallel`` distinct shards, each replicated over ``dp_replicas``
-    data-parallel replicas (see the module doc for ``writers`` and ``tier``)."""
+    data-parallel replicas (see the module doc for ``writers``, ``tier`` and ``fitted``)."""
     if state_bytes < 0 or nodes < 1 or dp_replicas < 1 or model_parallel < 1 or gpus_per_node < 1:
         raise ValueError("need state_bytes >= 0 and nodes, dp_replicas, model_parallel, "
                          "gpus_per_node >= 1")
@@ -114,19 +131,26 @@ def checkpoint_cost(state_bytes: float, nodes: int, dp_replicas: int, storage: S
     per_writer = state_bytes / model_parallel * share
     writer_nodes = min(nodes, count)
     per_node_writers = math.ceil(count / writer_nodes)
-    link = host_link_Bps or DEFAULT_HOST_LINK_BPS
-    d2h = per_writer / link
-    serialize = per_writer / (storage.serialize_GBps * 1e9)
     total = count * per_writer
     bandwidth = _tier_Bps(storage, tier, writer_nodes, write=True)
     if tier == "node-local":
         transfer = per_node_writers * per_writer / (bandwidth / writer_nodes)
     else:
         transfer = total / bandwidth
-    create = storage.pfs_file_create_ms * 1e-3 if tier != "node-local" else LOCAL_FILE_CREATE_S
-    fsync = storage.fsync_ms * 1e-3
     read_bw = _tier_Bps(storage, tier, writer_nodes, write=False)
     read_transfer = total / read_bw
+    if fitted is not None:
+        alone = (per_writer / _tier_Bps(storage, tier, 1, write=True),
+                 per_writer / _tier_Bps(storage, tier, 1, write=False))
+        sharing = (transfer / alone[0] if alone[0] > 0 else 1.0,
+                   read_transfer / alone[1] if alone[1] > 0 else 1.0)
+        return _fitted_cost(fitted, state_bytes, tier, count, writer_nodes, per_writer,
+                            sharing, bandwidth)
+    link = host_link_Bps or DEFAULT_HOST_LINK_BPS
+    d2h = per_writer / link
+    serialize = per_writer / (storage.serialize_GBps * 1e9)
+    create = storage.pfs_file_create_ms * 1e-3 if tier != "node-local" else LOCAL_FILE_CREATE_S
+    fsync = storage.fsync_ms * 1e-3
     return CheckpointCost(
         state_bytes=state_bytes, tier=tier, writers=count, writer_nodes=writer_nodes,
         bytes_per_writer=per_writer, device_to_host_s=d2h, serialize_s=serialize,
@@ -134,6 +158,29 @@ def checkpoint_cost(state_bytes: float, nodes: int, dp_replicas: int, storage: S
         write_s=d2h + serialize + transfer + create + fsync,
         read_transfer_s=read_transfer, read_s=create + read_transfer + serialize + d2h,
         write_bandwidth_Bps=bandwidth)
+
+
+def _fitted_cost(fit: StorageFit, state_bytes: float, tier: str, count: int,
+                 writer_nodes: int, per_writer: float, sharing: tuple[float, float],
+                 bandwidth: float) -> CheckpointCost:
+    """The cost from a fitted storage entry (module doc, "Calibrated from records");
+    ``sharing`` is the tier's slowdown of one writer among all (write, read)."""
+    disk = fit.overhead_bytes + fit.bytes_per_state_byte * per_writer
+    own = disk / (fit.write_GBps * 1e9)
+    if fit.load_latency_s is not None and fit.read_GBps is not None:
+        read_own, read_latency = disk / (fit.read_GBps * 1e9), fit.load_latency_s
+    else:
+        read_own, read_latency = own, fit.save_latency_s
+    extra = own * max(0.0, sharing[0] - 1.0)
+    read_extra = read_own * max(0.0, sharing[1] - 1.0)
+    return CheckpointCost(
+        state_bytes=state_bytes, tier=tier, writers=count, writer_nodes=writer_nodes,
+        bytes_per_writer=per_writer, device_to_host_s=0.0, serialize_s=own,
+        transfer_s=extra, metadata_s=fit.save_latency_s, fsync_s=0.0,
+        write_s=fit.save_latency_s + own + extra, read_transfer_s=read_extra,
+        read_s=read_latency + read_own + read_extra, write_bandwidth_Bps=bandwidth,
+        basis=f"fitted {fit.framework} {fit.format}: {fit.save_latency_s * 1e3:.3g} ms + "
+              f"bytes at {fit.write_GBps:.3g} GB/s")
 
 
 def pfs_transfer_s(state_bytes: float, nodes: int, pfs_bw_Bps: float,

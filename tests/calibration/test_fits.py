@@ -108,13 +108,22 @@ def test_profile_is_deterministic_loadable_and_records_its_inputs(tmp_path):
     out.write_text(first.text)
     prof = load_calibrated(out)
     assert prof.fit == sec
-    # fitted α–β went into the tier the 2 processes span; per-model compute into the
-    # profile's calibration (seconds per sample at the median batch)
+    # the tiers keep the base's nominal physics; the fitted α–β of the tier the 2
+    # processes span is what the oracle's collectives there use (2 steps of α, S/B)
     tier = next(t for t in prof.system.network.tiers if t.name == "loopback")
-    assert tier.latency_us == pytest.approx(100.0, rel=1e-4)
-    assert tier.bandwidth_GBps == pytest.approx(1.0, rel=1e-4)
+    assert tier.latency_us == 20.0 and tier.bandwidth_GBps == 2.0
+    from testbed.oracle.context import Fabric
+    from testbed.oracle.fitted import fitted_links
+    fabric = Fabric.from_spec(prof.system.network, 1, fitted=fitted_links(prof.system))
+    cost = fabric.allreduce(1e6, 2)
+    assert cost.tier == "loopback"
+    assert cost.time_s == pytest.approx(2 * 100e-6 + 1e6 / 1e9, rel=1e-4)
+    # per-model compute of the default framework in the profile's calibration: the line
     mc = prof.system.calibration.models["mlp-w128"]
-    assert mc.batch == 16 and mc.precision == "fp32"
+    assert mc.batch == 16 and mc.precision == "fp32" and mc.framework == "torch"
+    line = sec.compute[0].models["mlp-w128"]
+    assert (mc.fixed_s, mc.s_per_sample) == (line.fixed_s, line.s_per_sample)
+    assert sec.framework == "torch"
 
 
 def test_a_fit_never_writes_what_would_not_load():
