@@ -1,187 +1,252 @@
 """The fast exact path: the same job as the SimPy engine, advanced analytically.
 
-Between two failures the job's progress is a closed form: with segment compute τ,
-blocking cost b and background persist p, checkpoint j after a (re)start at s is
-committed at s + τ + b + p + (j − 1)·(max(τ, p) + b), so one division tells how many
-checkpoints a failure at f leaves committed. Restarts (detection, waiting for spares
-or maintenance, requeue, load) are a few comparisons against the next failure time.
-Failure times, causes and repair durations come from the same
-:meth:`FailureModel.events` stream as in the SimPy engine, so for the same seed both
-give the same failures, checkpoints and causes, and the same times up to float
-round-off (the engine adds step times one by one, this path multiplies).
-Multi-level plans advance checkpoint by checkpoint (still without simulating steps).
+Between two failures the job's progress is a closed form (:mod:`simulators.jobmath`).
+Restarts (detection, waiting for a repaired node, requeue, load) are a few comparisons
+against the next failure time. Two loops:
+
+* :func:`run_simple` — the common case (identical exponential nodes or a job-level
+  MTBF, a spare pool refilled by per-cause repairs or replacements at hand, no other
+  cluster operation): the node lifecycle of :class:`~testbed.resilience.ops.ClusterOps`
+  reduced to counts and inlined, drawing the same failure marks and causes from the
+  same named streams in the same order, about 2 µs per failure at any node count;
+* :func:`simulators.fast_ops.run_general` — everything else: the state machine itself,
+  with only the job's progress in closed form.
+
+Both give the SimPy engine's failures, causes, checkpoints and cluster counts exactly,
+and its times up to float round-off (the engine adds step times one by one, this path
+multiplies) — see ``tests/sim/test_fast_equals_simpy.py``.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 
-from testbed.outcomes import RepResult, close_books
-from testbed.resilience.failures import MAINTENANCE
+from simulators.fast_ops import run_general
+from simulators.jobmath import run_until
+from testbed.outcomes import OpsCounts, RepResult, close_books
+from testbed.resilience.exposure import cause_tables, lane_of, phase_speeds
 from testbed.resilience.spec import SimSpec
+from testbed.resilience.streams import stream
 
 INF = math.inf
+BLOCK = 256
 
 
-def _skip_until(events, fail, f: float, until: float, needed: int, nodes: int):
-    """Drop failures up to ``until`` that find every job node already away (see the
-    SimPy injector): while all ``nodes`` slots wait for a replacement there is no node
-    left to fail. Returns the next failure that counts and its time."""
-    while f <= until and needed >= nodes and fail.cause != MAINTENANCE:
-        fail = next(events, None)
-        f = fail.t_s if fail is not None else INF
-    return fail, f
+def is_simple(spec: SimSpec) -> bool:
+    """Whether :func:`run_simple` handles ``spec`` (see the module docstring)."""
+    fm, life = spec.failures, spec.lifecycle
+    if not (life.is_simple() and spec.windows is None and fm.trace is None and fm.lose_work
+            and not fm.burst_probability and lane_of(fm, life) in ("job", "poisson", "none")):
+        return False
+    return phase_speeds(fm, cause_tables(fm)[2])[2] == 0.0
 
 
 def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
     """Simulate replication ``rep`` of ``spec`` under run seed ``seed``."""
-    plan = spec.plan
-    causes = spec.failures.causes
+    if is_simple(spec):
+        return run_simple(spec, seed, rep)
+    return run_general(spec, seed, rep)
+
+
+def run_simple(spec: SimSpec, seed: int, rep: int) -> RepResult:  # noqa: C901 - one hot loop
+    """The inlined loop (see the module docstring)."""
+    plan, fm, life = spec.plan, spec.failures, spec.lifecycle
+    causes = fm.causes
+    lane = lane_of(fm, life)
+    poisson = lane == "poisson"
+    cum_full, cum_hw, p_hw = cause_tables(fm)
+    s_run, s_rst, _, _ = phase_speeds(fm, p_hw)
+    ji = [c.job_induced for c in causes] or [False]
+    repair = [c.repair_s for c in causes] or [0.0]
+    detect = [c.detect_s for c in causes] or [0.0]
+    requeue = [c.restart_s for c in causes] or [0.0]
+    survives = [c.survives for c in causes] or [None]
+    multi = len(causes) > 1
+    limits = spec.limits
+    max_fail, max_t = limits.max_failures, limits.max_simulated_s
+    # a single level (or none) loads the same at every checkpoint
+    load_at = plan.load_of(1) if len(plan.levels) <= 1 else None
+    n_nodes = spec.nodes
+    finite = life.spares is not None
+    idle = life.spares if finite else 0
+    returns: list[float] = []
+    # streams, in the order ClusterOps draws them
+    dist = fm.interarrival
+    g_fail = stream(seed, rep, "failures")
+    g_cause = stream(seed, rep, "causes")
+    gbuf: list[float] = []
+    cbuf: list[float] = []
+    if lane == "none":
+        key = INF
+    elif lane == "job" and fm.start == "stationary" and dist.kind != "exponential":
+        key = float(dist.equilibrium(stream(seed, rep, "lifecycle"), 1)[0])
+    else:
+        gbuf = dist.draw(g_fail, BLOCK).tolist()[::-1]
+        key = gbuf.pop()
+    # the job's failure clock
+    present = n_nodes
+    val, tref = 0.0, 0.0
+    rate = s_run * (present if poisson else 1.0)
     n = plan.n_segments
-    tau = plan.interval_s
-    last = plan.last_s
-    p = plan.persist_s
-    has_ckpt = bool(plan.levels)
     single = len(plan.levels) <= 1
+    tau, last, p = plan.interval_s, plan.last_s, plan.persist_s
+    has_ckpt = bool(plan.levels)
     b = plan.levels[0].cost_s if has_ckpt else 0.0
     period = max(tau, p) + b
     stall = max(0.0, p - tau)
-    spares = spec.spares
-    # with a finite spare pool, a failure striking while all of the job's node slots
-    # already wait for replacements finds no node to fail: it is skipped
-    nodes = spec.nodes if spares is not None else 1 << 62
-    events = spec.failures.events(seed, rep)
-    limits = spec.limits
+    head = tau + b                       # a start to the end of its first checkpoint
+    tail = max(last, p) + b + p          # the last segment after the one before it
+    only = last + b + p                  # a single segment left
+    full_ckpt = b + p + max(0.0, p - last)   # checkpoint time of a finished run (+ stalls)
 
-    fail = next(events, None)
-    f = fail.t_s if fail is not None else INF
+    heappush, heappop, bisect_right = heapq.heappush, heapq.heappop, bisect.bisect_right
     t = 0.0
     c = 0
     ckpt = restart = wait = 0.0
-    nfail = commits = 0
-    by_cause = [0] * len(causes)
-    avail = spares if spares is not None else 0
-    returns: list[float] = []
-    needed = 0
-    blocked = 0.0
+    nfail = commits = n_hs = n_stalls = 0
+    stalling = False
+    by_cause = [0] * max(1, len(causes))
+    info = list(zip(ji, repair, detect, requeue, survives, strict=True))
+    n_repairs = 0
 
     while True:
+        f = tref + (key - val) / rate if rate > 0.0 else INF
         # ---------------------------------------------------------------- run phase
-        s = t
-        done = False
         if single:
             togo = n - c
-            if togo == 1:
-                end = s + last + b + p
-            else:
-                e_last_full = s + tau + b + (togo - 2) * period
-                end = e_last_full + max(last, p) + b + p
+            end = t + only if togo == 1 else t + head + (togo - 2) * period + tail
             if f > end:
                 if has_ckpt:
-                    ckpt += togo * b + p + (max(0, togo - 2) * stall if togo >= 2 else 0.0)
-                    if togo >= 2:
-                        ckpt += max(0.0, p - last)
+                    if togo == 1:
+                        ckpt += b + p
+                    else:
+                        ckpt += (togo - 1) * b + (togo - 2) * stall + full_ckpt
                     commits += togo
                 t = end
-                done = True
-            elif togo > 1:
-                first = s + tau + b + p
+                break
+            if togo > 1 and has_ckpt:
+                first = t + head + p
                 if f > first:
-                    # checkpoints committed strictly before f (a failure wins a tie)
-                    m = min(int(-((first - f) // period)), togo - 1)
+                    m = int(-((first - f) // period))
+                    if m > togo - 1:
+                        m = togo - 1
                     ckpt += m * b + (m - 1) * stall
                     c += m
                     commits += m
         else:
-            tj = s
-            while True:
-                j = c + 1
-                tj = tj + plan.segment_s(j) + plan.cost_of(j)
-                if tj >= f:
-                    break
-                ckpt += plan.cost_of(j)
-                c = j
-                commits += 1
-                if j == n:
-                    t = tj
-                    done = True
-                    break
-        if done:
-            break
+            adv = run_until(plan, t, c, 0.0, f)
+            ckpt += adv.ckpt_s
+            commits += adv.commits
+            c = adv.c
+            if adv.done:
+                t = adv.t
+                break
         t = f
+        running = True
         # ---------------------------------------------------------------- failures
         while True:
-            nfail += 1
-            limits.check(nfail, t, rep)
-            if fail.cause == MAINTENANCE:
-                blocked = max(blocked, fail.until_s)
-                det = req = 0.0
-                surv = None
+            while returns and returns[0] <= t:
+                heappop(returns)
+                idle += 1
+            if not gbuf:
+                gbuf = dist.draw(g_fail, BLOCK).tolist()[::-1]
+            key += gbuf.pop()
+            if multi:
+                if not cbuf:
+                    cbuf = g_cause.random(BLOCK).tolist()[::-1]
+                cz = bisect_right(cum_full if running else cum_hw, cbuf.pop())
             else:
-                cz = causes[fail.cause]
-                by_cause[fail.cause] += 1
-                det, req, surv = cz.detect_s, cz.restart_s, cz.survives
-                if spares is not None:
-                    heapq.heappush(returns, t + fail.repair_s)
-                    needed += 1
+                cz = 0
+            nfail += 1
+            if nfail > max_fail or t > max_t:
+                limits.check(nfail, t, rep)
+            by_cause[cz] += 1
+            induced, rep_s, det, req, surv = info[cz]
+            if not induced and present > 0:
+                present -= 1
+                if finite:
+                    n_repairs += 1
+                    if rep_s <= 0.0:
+                        idle += 1
+                    else:
+                        heappush(returns, t + rep_s)
             if surv is not None:
                 c = plan.rollback(c, surv)
-            fail = next(events, None)
-            f = fail.t_s if fail is not None else INF
-            te = t + det
-            fail, f = _skip_until(events, fail, f, te, needed, nodes)
-            if f <= te:
-                restart += f - t
-                t = f
-                continue
-            restart += det
-            t = te
-            if blocked > t:
-                fail, f = _skip_until(events, fail, f, blocked, needed, nodes)
-                if f <= blocked:
-                    wait += f - t
+            running = False
+            val += rate * (t - tref)
+            tref = t
+            rate = s_rst * (present if poisson else 1.0)
+            if det > 0.0:
+                te = t + det
+                f = tref + (key - val) / rate if rate > 0.0 else INF
+                if f <= te:
+                    restart += f - t
                     t = f
                     continue
-                wait += blocked - t
-                t = blocked
-            if needed:
-                interrupted = False
-                while True:
-                    while returns and returns[0] <= t:
-                        heapq.heappop(returns)
-                        avail += 1
-                    take = min(avail, needed)
-                    avail -= take
-                    needed -= take
-                    if not needed:
-                        break
-                    r = returns[0]
-                    fail, f = _skip_until(events, fail, f, r, needed, nodes)
-                    if f <= r:
-                        wait += f - t
-                        t = f
-                        interrupted = True
-                        break
-                    wait += r - t
-                    t = r
-                if interrupted:
+                restart += det
+                t = te
+            # replacements: at hand, from the pool, or a stall until a repair ends
+            while True:
+                while returns and returns[0] <= t:
+                    heappop(returns)
+                    idle += 1
+                need = n_nodes - present
+                if not need:
+                    stalling = False
+                    break
+                take = need if not finite or need <= idle else idle
+                if take:
+                    if finite:
+                        idle -= take
+                    present += take
+                    n_hs += 1
+                val += rate * (t - tref)
+                tref = t
+                rate = s_rst * (present if poisson else 1.0)
+                if present == n_nodes:
+                    stalling = False
+                    break
+                if not stalling:
+                    n_stalls += 1
+                stalling = True
+                val += rate * (t - tref)     # waiting: the job's nodes do not fail
+                tref = t
+                rate = 0.0
+                r = returns[0]
+                wait += r - t
+                t = r
+            val += rate * (t - tref)
+            tref = t
+            rate = s_rst * (present if poisson else 1.0)
+            if req > 0.0:
+                te = t + req
+                f = tref + (key - val) / rate if rate > 0.0 else INF
+                if f <= te:
+                    restart += f - t
+                    t = f
                     continue
-            te = t + req
-            fail, f = _skip_until(events, fail, f, te, needed, nodes)
-            if f <= te:
-                restart += f - t
-                t = f
-                continue
-            restart += req
-            t = te
-            te = t + plan.load_of(c)
-            fail, f = _skip_until(events, fail, f, te, needed, nodes)
-            if f <= te:
-                restart += f - t
-                t = f
-                continue
-            restart += te - t
-            t = te
+                restart += req
+                t = te
+            load = load_at if load_at is not None else plan.load_of(c)
+            if load > 0.0:
+                te = t + load
+                f = tref + (key - val) / rate if rate > 0.0 else INF
+                if f <= te:
+                    restart += f - t
+                    t = f
+                    continue
+                restart += load
+                t = te
             break
-    return close_books(t, plan.work_s, ckpt, restart, wait, nfail, commits, by_cause)
+        val += rate * (t - tref)
+        tref = t
+        rate = s_run * (present if poisson else 1.0)
+    n_ji = sum(k for k, induced in zip(by_cause, ji, strict=True) if induced)
+    n_hw = nfail - n_ji
+    n_ok = n_repairs - sum(1 for r in returns if r > t)
+    by_cause = by_cause if causes else []
+    ops = OpsCounts(failures_hardware=n_hw, failures_job_induced=n_ji, repairs_successful=n_ok,
+                    host_selections=n_hs, stalls=n_stalls, stall_s=wait)
+    return close_books(t, plan.work_s, ckpt, restart, wait, nfail, commits, by_cause, ops)

@@ -43,10 +43,24 @@ NODE_UP = "node_up"                  # a failed node is back
 HPO_EVENT_KINDS = (TRIAL_START, TRIAL_RESULT, TRIAL_END, TRIAL_FAILED, TRIAL_PREEMPTED,
                    TRIAL_CANCELLED, NODE_UP)
 
+# cluster operations (testbed/resilience/ops.py): node, nodes, stage, outcome
+DIAGNOSIS = "diagnosis"              # a hardware failure missed or blamed on another node
+REPAIR_BEGIN = "repair_begin"        # a node enters a repair stage: node, stage
+REPAIR_END = "repair_end"            # a stage is over: node, stage, fixed / escalated
+RETIRED = "node_retired"             # the retirement policy took a node out: node, failures
+IDLE_FAILURE = "idle_failure"        # a standby or idle node failed: node, cause
+STANDBY_SWAP = "standby_swap"        # warm standbys replaced failed nodes: nodes
+HOST_SELECTION = "host_selection"    # idle nodes joined the job: nodes, policy
+PREEMPTION = "preemption"            # spare-pool nodes were preempted: nodes (count)
+DEPLETED = "cluster_depleted"        # the job can never get its nodes back: short
+PLANNED_STOP = "planned_stop"        # a checkpoint before a maintenance window: until_s
+OPS_EVENT_KINDS = (DIAGNOSIS, REPAIR_BEGIN, REPAIR_END, RETIRED, IDLE_FAILURE, STANDBY_SWAP,
+                   HOST_SELECTION, PREEMPTION, DEPLETED, PLANNED_STOP)
+
 EVENT_KINDS = (
     JOB_START, STEPS, CHECKPOINT_BEGIN, CHECKPOINT_COMMIT, CHECKPOINT_ABORT, FAILURE,
     RESTART_BEGIN, WAIT, LOAD, RESTART_END, CORRUPTION_DETECTED, MAINTENANCE, JOB_END,
-) + HPO_EVENT_KINDS
+) + HPO_EVENT_KINDS + OPS_EVENT_KINDS
 
 
 def encode_event(t_s: float, event: str, **fields: Any) -> str:

@@ -32,11 +32,25 @@ from testbed.errors import Infeasible, InputError, RunawayError
 from testbed.oracle import Estimate, Request, estimate, resolve_model
 from testbed.oracle.sweep import SweepResult, sweep
 from testbed.resilience.causes import CauseRow, ResolvedCause, load_cause_table, resolve_causes
-from testbed.resilience.ckpt_cost import pfs_transfer_s
-from testbed.resilience.distributions import Interarrival
+from testbed.resilience.ckpt_cost import checkpoint_cost, pfs_transfer_s
+from testbed.resilience.distributions import Drawn, Interarrival
 from testbed.resilience.failures import FailureModel, TraceFailure
+from testbed.resilience.lifecycle import (
+    Lifecycle,
+    RepairStage,
+    Retirement,
+    ScoreRule,
+    WindowRule,
+)
+from testbed.resilience.maintenance import Windows
 from testbed.resilience.plan import CkptLevel, JobPlan
-from testbed.resilience.spec import RunLimits, SimSpec, closed_form_wall_s, policy_interval_s
+from testbed.resilience.spec import (
+    RunLimits,
+    SimSpec,
+    TargetCI,
+    closed_form_wall_s,
+    policy_interval_s,
+)
 from testbed.scenario import Scenario
 from testbed.schema import line_for
 from testbed.systems import SystemProfile, load_system
@@ -115,8 +129,12 @@ def oracle_request(sc: Scenario, *, field: str = "workload.steps") -> Request:
         return Request(model=model, system=system, strategy=p.strategy, gpus=p.gpus,
                        global_batch=p.global_batch, group_size=p.group_size,
                        precision=m.precision, optimizer=m.optimizer,
-                       micro_batches=p.micro_batches, **({"schedule": p.schedule}
-                                                         if p.schedule else {}))
+                       micro_batches=p.micro_batches,
+                       checkpoint_writers=sc.checkpoint.writers,
+                       checkpoint_tier=sc.checkpoint.tier,
+                       **({"schedule": p.schedule} if p.schedule else {}),
+                       **({"input_precision": sc.workload.input_precision}
+                          if sc.workload is not None and sc.workload.input_precision else {}))
 
 
 def oracle_estimate(sc: Scenario, *, field: str = "workload.steps") -> Estimate:
@@ -205,23 +223,49 @@ def _storage_bandwidths(sc: Scenario, system: SystemProfile | None
     return write, read, node_w, node_r
 
 
+def _physics_cost(sc: Scenario, nodes: int, state: int, system: SystemProfile,
+                  est: Estimate | None) -> dict:
+    """The checkpoint's cost terms from the storage physics of the system profile: the
+    oracle's (which knows the state's layout over model and data parallelism), else the
+    scenario's state written by its nodes."""
+    if est is not None and est.checkpoint:
+        return dict(est.checkpoint)
+    gpu = system.gpu
+    with at(sc, "checkpoint"):
+        return checkpoint_cost(
+            state, nodes, nodes, system.storage, gpus_per_node=system.node.gpus_per_node,
+            writers=sc.checkpoint.writers, tier=sc.checkpoint.tier,
+            host_link_Bps=gpu.host_link_GBps * 1e9 if gpu.host_link_GBps else None).to_dict()
+
+
 def _checkpoint_costs(sc: Scenario, nodes: int, state: int | None,
-                      system: SystemProfile | None) -> tuple[float, float]:
-    """Checkpoint blocking cost and load time: given, or state bytes over storage."""
+                      system: SystemProfile | None, est: Estimate | None = None
+                      ) -> tuple[float, float, dict | None]:
+    """Checkpoint blocking cost, load time and (when derived from the physics) its terms.
+
+    Given values win; else the system profile's storage physics
+    (:func:`~testbed.resilience.ckpt_cost.checkpoint_cost`); a scenario that overrides
+    bandwidths in ``storage`` (or has no system) gets state over the writers' aggregate
+    bandwidth."""
     ck = sc.checkpoint
     cost, load = ck.cost, ck.restart
-    if (cost is None or load is None) and ck.policy not in ("none", "multilevel"):
-        if state is None:
-            raise sc.error("give 'cost' and 'restart', or a 'state' size (or a model via the "
-                           "oracle) to derive them", "checkpoint.cost" if cost is None
-                           else "checkpoint.restart")
-        write, read, node_w, node_r = _storage_bandwidths(sc, system)
-        meta = sc.storage.metadata_per_writer if sc.storage else 0.0
-        if cost is None:
-            cost = pfs_transfer_s(state, nodes, write, node_w, meta)
-        if load is None:
-            load = pfs_transfer_s(state, nodes, read, node_r, meta)
-    return (cost or 0.0), (load or 0.0)
+    if (cost is not None and load is not None) or ck.policy in ("none", "multilevel"):
+        return (cost or 0.0), (load or 0.0), None
+    if state is None:
+        raise sc.error("give 'cost' and 'restart', or a 'state' size (or a model via the "
+                       "oracle) to derive them", "checkpoint.cost" if cost is None
+                       else "checkpoint.restart")
+    if system is not None and sc.storage is None:
+        terms = _physics_cost(sc, nodes, state, system, est)
+        return (terms["write_s"] if cost is None else cost,
+                terms["read_s"] if load is None else load, terms)
+    write, read, node_w, node_r = _storage_bandwidths(sc, system)
+    meta = sc.storage.metadata_per_writer if sc.storage else 0.0
+    if cost is None:
+        cost = pfs_transfer_s(state, nodes, write, node_w, meta)
+    if load is None:
+        load = pfs_transfer_s(state, nodes, read, node_r, meta)
+    return cost, load, None
 
 
 def _cause_rows(sc: Scenario, costs: dict[str, dict]) -> list[CauseRow]:
@@ -232,7 +276,7 @@ def _cause_rows(sc: Scenario, costs: dict[str, dict]) -> list[CauseRow]:
     if f.causes:
         for c in f.causes:
             costs[c.name] = {k: getattr(c, k) for k in ("repair", "detect", "restart",
-                                                         "survives")}
+                                                         "survives", "job_induced")}
         return [CauseRow(c.name, c.category or c.name, c.weight) for c in f.causes]
     return [CauseRow("failure", "failure", 1.0)]
 
@@ -286,13 +330,120 @@ def failure_model(sc: Scenario, nodes: int) -> FailureModel:
     if b is not None and b.size > nodes:
         raise sc.error(f"a burst of {b.size} more failed nodes is larger than the job's "
                        f"{nodes} node(s)", "failures.bursts.size")
+    if f.exposure == "running" and f.idle_rate_factor:
+        raise sc.error("idle_rate_factor applies to exposure 'in_use' (with 'running' "
+                       "nothing fails unless the job runs)", "failures.idle_rate_factor")
     return FailureModel(
         nodes=nodes, causes=causes, interarrival=inter, per_node=per_node, trace=trace,
         burst_probability=b.probability if b else 0.0, burst_size=b.size if b else 0,
         burst_window_s=b.window if b else 0.0,
         maintenance_every_s=m.every if m else None,
         maintenance_duration_s=m.duration if m else 0.0,
-        maintenance_first_s=m.first if m else None)
+        maintenance_first_s=m.first if m else None,
+        start=f.start, exposure=f.exposure, idle_rate_factor=f.idle_rate_factor,
+        lose_work=f.lose_work)
+
+
+# --------------------------------------------------------------------------- cluster operations
+
+def _drawn(d) -> Drawn:
+    return Drawn(d.distribution, d.mean, d.shape or 1.0, d.sigma or 1.0)
+
+
+def _node_rates(sc: Scenario, ref: str) -> tuple[float, ...]:
+    """Relative failure rates per node from a failure trace: (failures + ½) per node,
+    normalised to mean 1 (the scenario's node MTBF sets the level)."""
+    from testbed.traces import load_trace
+    with at(sc, "cluster.node_rates"):
+        rows = load_trace(relative_path(sc, ref), field="cluster.node_rates",
+                          referrer=sc.source)
+    if not rows:
+        raise sc.error("the trace has no failures to estimate per-node rates from",
+                       "cluster.node_rates")
+    count = max(r.node for r in rows) + 1
+    weights = [0.5] * count
+    for r in rows:
+        weights[r.node] += 1.0
+    mean = sum(weights) / count
+    return tuple(w / mean for w in weights)
+
+
+def _spares(sc: Scenario, nodes: int) -> int | None:
+    cl = sc.cluster
+    if cl.working_pool is None:
+        return cl.spares
+    idle = cl.working_pool - nodes - cl.standbys
+    if idle < 0:
+        raise sc.error(f"a working pool of {cl.working_pool} node(s) cannot hold the job's "
+                       f"{nodes} node(s) and {cl.standbys} warm standby(s)",
+                       "cluster.working_pool")
+    return idle
+
+
+def lifecycle(sc: Scenario, nodes: int) -> Lifecycle:
+    """The scenario's cluster operations (pools, costs, repairs, diagnosis, nodes)."""
+    cl = sc.cluster
+    spares = _spares(sc, nodes)
+    if spares is None and (cl.standbys or cl.spare_pool):
+        key = "cluster.standbys" if cl.standbys else "cluster.spare_pool"
+        raise sc.error("warm standbys and a spare pool need a finite working pool: give "
+                       "'spares' (idle nodes) or 'working_pool'", key)
+    policy_fn = None
+    if ":" in cl.host_selection:
+        from testbed.resilience.policies import load_policy
+        policy_fn = load_policy(cl.host_selection, source=sc.source,
+                                field="cluster.host_selection")
+    rep, ret, f = cl.repairs, cl.retirement, sc.failures
+    per_node = f is not None and f.node_mtbf is not None
+    for key, given in (("cluster.bad_nodes", cl.bad_nodes),
+                       ("cluster.node_rates", cl.node_rates)):
+        if given is not None and not per_node:
+            raise sc.error("per-node failure rates need failures.node_mtbf", key)
+    return Lifecycle(
+        standbys=cl.standbys, spares=spares, spare_pool=cl.spare_pool,
+        swap=_drawn(cl.costs.swap), host_selection=_drawn(cl.costs.host_selection),
+        preemption=_drawn(cl.costs.preemption), host_policy=cl.host_selection,
+        host_policy_fn=policy_fn,
+        automatic=RepairStage(_drawn(rep.automatic.duration), rep.automatic.silent_failure)
+        if rep else None,
+        manual=RepairStage(_drawn(rep.manual.duration), rep.manual.silent_failure)
+        if rep and rep.manual else None,
+        escalation=rep.escalation if rep else 0.0, escalate=rep.escalate if rep else "always",
+        technicians=cl.technicians, diagnosis_miss=cl.diagnosis.miss,
+        diagnosis_wrong=cl.diagnosis.wrong_node,
+        bad_fraction=cl.bad_nodes.fraction if cl.bad_nodes else 0.0,
+        bad_multiplier=cl.bad_nodes.multiplier if cl.bad_nodes else 0.0,
+        node_rates=_node_rates(sc, cl.node_rates) if cl.node_rates else None,
+        retirement=None if ret is None else Retirement(
+            window=WindowRule(ret.window.failures, ret.window.within) if ret.window else None,
+            score=ScoreRule(ret.score.initial, ret.score.penalty, ret.score.increment,
+                            ret.score.period, ret.score.threshold) if ret.score else None,
+            combine=ret.combine))
+
+
+def _windows(sc: Scenario, plan: JobPlan) -> Windows | None:
+    """Planned maintenance windows, refused where a job could never finish between them."""
+    m = sc.failures.maintenance if sc.failures else None
+    if m is None:
+        return None
+    stop = plan.stop_ckpt_s if sc.failures.lose_work else 0.0
+    if stop + m.duration >= m.every:
+        raise sc.error(f"a planned stop (checkpoint {stop:g} s + window {m.duration:g} s) "
+                       f"must be shorter than the maintenance period ({m.every:g} s), or the "
+                       "job never runs", "failures.maintenance.duration")
+    if not plan.checkpoints and sc.failures.lose_work and plan.work_s > m.every - m.duration:
+        raise sc.error(f"without checkpoints a planned stop loses the job's progress, and "
+                       f"{plan.work_s:g} s of work cannot fit between maintenance windows "
+                       f"({m.every - m.duration:g} s apart): choose a checkpoint policy",
+                       "checkpoint.policy")
+    return Windows(m.every, m.duration, m.first if m.first is not None else m.every)
+
+
+def _target(sc: Scenario) -> TargetCI | None:
+    t = sc.simulation.target_ci
+    if t is None:
+        return None
+    return TargetCI(t.figure, t.relative_half_width, t.min, t.max)
 
 
 def _work(sc: Scenario) -> tuple[float, float | None, int | None, Estimate | None]:
@@ -356,11 +507,19 @@ def _resolve(sc: Scenario) -> SimSpec:
     state = sc.checkpoint.state
     if state is None and sc.model is not None and sc.parallelism is not None and \
             sc.system is not None and (sc.checkpoint.cost is None or sc.checkpoint.restart is None):
-        state = (est or oracle_estimate(sc, field="checkpoint.cost")).state_bytes
-    cost, load = _checkpoint_costs(sc, nodes, state, system)
+        est = est or oracle_estimate(sc, field="checkpoint.cost")
+        state = est.state_bytes
+    cost, load, terms = _checkpoint_costs(sc, nodes, state, system,
+                                          est if sc.checkpoint.state is None else None)
     model = failure_model(sc, nodes)
+    life = lifecycle(sc, nodes)
+    if not model.lose_work and sc.checkpoint.policy != "none":
+        raise sc.error("a job that loses no work at a failure needs no checkpoints: set "
+                       "checkpoint.policy to none", "failures.lose_work")
     mean_extra = sum(c.probability * (c.detect_s + c.restart_s) for c in model.causes)
     mtbf = model.job_mtbf_s
+    if model.per_node and life.bad_fraction and life.bad_multiplier:
+        mtbf /= 1.0 + life.bad_fraction * life.bad_multiplier
     levels = _levels(sc, cost, load)
     if sc.checkpoint.policy == "multilevel":
         cost, load = levels[0].cost_s, levels[-1].load_s
@@ -368,15 +527,19 @@ def _resolve(sc: Scenario) -> SimSpec:
     interval = _interval(sc, cost, restart, mtbf, work_s, step_s)
     plan = JobPlan.build(work_s, interval, levels, persist_s=sc.checkpoint.persist,
                          restart_load_s=load, step_s=step_s, steps=steps)
+    windows = _windows(sc, plan)
     analytical, daly = closed_form_wall_s(model, plan, cost_s=cost, restart_s=restart,
-                                          mtbf_s=mtbf, spares=sc.cluster.spares)
+                                          mtbf_s=mtbf, spares=life.spares, life=life,
+                                          nodes=nodes, windows=windows)
     limits = RunLimits(max_failures=sc.simulation.max_failures,
                        max_simulated_s=sc.simulation.max_simulated_time, source=sc.source)
-    refuse_runaway(sc, plan, mtbf, restart, limits)
-    return SimSpec(name=sc.name, plan=plan, failures=model, spares=sc.cluster.spares,
-                   nodes=nodes, policy=sc.checkpoint.policy, job_mtbf_s=mtbf, ckpt_cost_s=cost,
+    target = _target(sc)
+    refuse_runaway(sc, plan, mtbf, restart, limits,
+                   replications=target.max_reps if target else None)
+    return SimSpec(name=sc.name, plan=plan, failures=model, spares=life.spares,
+                   lifecycle=life, windows=windows, target=target, nodes=nodes, policy=sc.checkpoint.policy, job_mtbf_s=mtbf, ckpt_cost_s=cost,
                    restart_s=restart, analytical_wall_s=analytical, daly_formula_wall_s=daly,
-                   step_s=step_s, state_bytes=state, limits=limits)
+                   step_s=step_s, state_bytes=state, limits=limits, checkpoint_terms=terms)
 
 
 #: Most failures all replications of one run may simulate together (about ten minutes
@@ -384,13 +547,19 @@ def _resolve(sc: Scenario) -> SimSpec:
 MAX_TOTAL_FAILURES = 300_000_000
 
 
-def expected_failures(plan: JobPlan, mtbf_s: float, restart_s: float) -> float:
+def expected_failures(plan: JobPlan, mtbf_s: float, restart_s: float,
+                      lose_work: bool = True) -> float:
     """Failures one replication can expect, from the closed form for exponential failures
     (E[wall] / M with E[wall] = Σ M e^{R/M}(e^{L/M} − 1) over segments of length L); inf
     when it overflows. An estimate for other distributions, exact in expectation for the
-    exponential one."""
+    exponential one. A job that loses no work at a failure expects at most
+    (failure-free time / M)·e^{R/M}."""
     if not math.isfinite(mtbf_s):
         return 0.0
+    if not lose_work:
+        exponent = restart_s / mtbf_s
+        return math.inf if exponent > 700 else plan.failure_free_s() / mtbf_s * math.exp(
+            exponent)
     def cost(j: int) -> float:
         return plan.cost_of(j) if plan.levels else 0.0
     lengths = [plan.segment_s(j) + cost(j) for j in (1, plan.n_segments)]
@@ -404,19 +573,30 @@ def expected_failures(plan: JobPlan, mtbf_s: float, restart_s: float) -> float:
     return total
 
 
+def _runaway_field(sc: Scenario, plan: JobPlan, mtbf_s: float, restart_s: float) -> str:
+    """The key to change: the MTBF when even a restart outlasts it, the policy when there
+    are no checkpoints, else the checkpoint section."""
+    f = sc.failures
+    if f is not None and restart_s >= mtbf_s:
+        return "failures.node_mtbf" if f.node_mtbf is not None else "failures.mtbf"
+    if not plan.levels:
+        return "checkpoint.policy"
+    return "checkpoint"
+
+
 def refuse_runaway(sc: Scenario, plan: JobPlan, mtbf_s: float, restart_s: float,
-                   limits: RunLimits) -> None:
+                   limits: RunLimits, replications: int | None = None) -> None:
     """Refuse, before simulating, a job that cannot finish in reasonable time: more
     expected failures per replication than the cap, or over all replications more than
     :data:`MAX_TOTAL_FAILURES`, or an expected wall time beyond the simulated-time cap."""
-    n = expected_failures(plan, mtbf_s, restart_s)
+    n = expected_failures(plan, mtbf_s, restart_s,
+                          sc.failures.lose_work if sc.failures else True)
     wall_s = n * mtbf_s if math.isfinite(n) else math.inf
-    reps = sc.simulation.replications
+    reps = replications or sc.simulation.replications
     if n > limits.max_failures or wall_s > limits.max_simulated_s or n * reps > MAX_TOTAL_FAILURES:
         from testbed.units import format_duration
         years = "more than 10^300 years" if not math.isfinite(wall_s) else format_duration(wall_s)
-        where = ("checkpoint" if plan.levels or sc.checkpoint.policy != "none"
-                 else "checkpoint.policy")
+        where = _runaway_field(sc, plan, mtbf_s, restart_s)
         raise RunawayError(
             f"this job cannot finish in reasonable time: each replication expects "
             f"{n:,.3g} failures and {years} of wall time (closed form, job MTBF "

@@ -70,6 +70,8 @@ Size = Annotated[int, BeforeValidator(_size)]
 Bandwidth = Annotated[float, BeforeValidator(_bandwidth)]
 
 POLICIES = ("none", "fixed", "young", "daly", "multilevel")
+STARTS = ("stationary", "fresh")
+EXPOSURES = ("in_use", "running")
 #: Most replications one scenario may ask for (10⁶ of the fastest job take minutes).
 MAX_REPLICATIONS = 1_000_000
 DISTRIBUTIONS = ("exponential", "weibull", "lognormal")
@@ -106,9 +108,18 @@ class Workload(Strict):
     compute_time: PositiveDuration | None = None
     steps: int | None = Field(default=None, gt=0)
     step_time: PositiveDuration | None = None
+    #: how input samples are stored and moved (fp32, fp16, bf16, int8 … int2, uint8):
+    #: bytes per sample in the oracle's dataset, staging, host-to-device and input memory
+    input_precision: str | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Workload:
+        if self.input_precision is not None:
+            from testbed.oracle.state import input_bytes_per_value
+            try:
+                input_bytes_per_value(self.input_precision)
+            except InputError as exc:
+                raise ValueError(f"[input_precision] {exc.message}") from None
         if (self.compute_time is None) == (self.steps is None):
             raise ValueError("[compute_time] give exactly one of 'compute_time' or 'steps'")
         if self.compute_time is not None and self.step_time is not None:
@@ -116,18 +127,184 @@ class Workload(Strict):
         return self
 
 
+DRAWN_KINDS = ("fixed", "exponential", "weibull", "lognormal")
+
+
+class DrawnDuration(Strict):
+    """A duration that is fixed (``2h``) or drawn: ``{distribution: exponential, mean: 2h}``
+    (``shape`` for weibull, ``sigma`` for lognormal)."""
+
+    distribution: str = "fixed"
+    mean: Duration
+    shape: float | None = Field(default=None, gt=0)
+    sigma: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scalar(cls, value: Any) -> Any:
+        return value if isinstance(value, dict) else {"distribution": "fixed", "mean": value}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DrawnDuration:
+        if self.distribution not in DRAWN_KINDS:
+            raise ValueError(f"[distribution] unknown distribution {self.distribution!r}"
+                             f"{did_you_mean(self.distribution, DRAWN_KINDS)}; choose one of "
+                             f"{', '.join(DRAWN_KINDS)}")
+        if self.distribution != "fixed" and self.mean <= 0:
+            raise ValueError("[mean] a drawn duration needs a mean > 0")
+        if self.distribution == "weibull" and self.shape is None:
+            raise ValueError("[shape] weibull needs 'shape'")
+        if self.distribution == "lognormal" and self.sigma is None:
+            raise ValueError("[sigma] lognormal needs 'sigma'")
+        if self.shape is not None and self.distribution != "weibull":
+            raise ValueError("[shape] 'shape' applies to the weibull distribution only")
+        if self.sigma is not None and self.distribution != "lognormal":
+            raise ValueError("[sigma] 'sigma' applies to the lognormal distribution only")
+        return self
+
+
+Probability = Annotated[float, Field(ge=0, le=1)]
+
+
+class Costs(Strict):
+    """What replacing failed nodes costs the job (fixed or drawn durations)."""
+
+    swap: DrawnDuration = Field(default_factory=lambda: DrawnDuration(mean=0.0))
+    host_selection: DrawnDuration = Field(default_factory=lambda: DrawnDuration(mean=0.0))
+    preemption: DrawnDuration = Field(default_factory=lambda: DrawnDuration(mean=0.0))
+
+
+class RepairStage(Strict):
+    """One repair stage: its duration and the probability that it reports success but
+    did not fix the node (``silent_failure``)."""
+
+    duration: DrawnDuration
+    silent_failure: Probability = 0.0
+
+
+ESCALATE = ("always", "on_failure")
+
+
+class Repairs(Strict):
+    """The repair pipeline: automatic, then manual with probability ``escalation``
+    (``escalate: always`` — whatever the automatic outcome, the AIReSim paper's model;
+    ``on_failure`` — only when the automatic stage did not fix the node)."""
+
+    automatic: RepairStage
+    manual: RepairStage | None = None
+    escalation: Probability = 0.0
+    escalate: str = "always"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Repairs:
+        if self.escalate not in ESCALATE:
+            raise ValueError(f"[escalate] unknown mode {self.escalate!r}"
+                             f"{did_you_mean(self.escalate, ESCALATE)}; choose one of "
+                             f"{', '.join(ESCALATE)}")
+        if self.escalation > 0 and self.manual is None:
+            raise ValueError("[manual] an escalation probability needs a 'manual' stage")
+        return self
+
+
+class Diagnosis(Strict):
+    """How well failures are diagnosed: ``miss`` — the node goes back untouched (the
+    restart is still paid); ``wrong_node`` — another node of the job is repaired while
+    the culprit stays."""
+
+    miss: Probability = 0.0
+    wrong_node: Probability = 0.0
+
+
+class BadNodes(Strict):
+    """A ``fraction`` of bad nodes failing at (1 + ``multiplier``)× the rate until a
+    repair fixes them."""
+
+    fraction: Probability
+    multiplier: float = Field(ge=0)
+
+
+class WindowRetirement(Strict):
+    """Retire a node with ``failures`` recorded failures within ``within``."""
+
+    failures: int = Field(gt=0)
+    within: PositiveDuration
+
+
+class ScoreRetirement(Strict):
+    """score = initial − penalty·failures + increment·(complete ``period``s of uptime in
+    each uninterrupted run); retire at or below ``threshold`` (null: only score, for
+    ``host_selection: highest_score``)."""
+
+    initial: float = 100.0
+    penalty: float = Field(default=30.0, ge=0)
+    increment: float = Field(default=10.0, ge=0)
+    period: PositiveDuration = 86400.0
+    threshold: float | None = 0.0
+
+
+COMBINE = ("any", "all")
+
+
+class Retirement(Strict):
+    """Retirement after repair by a failure window, a score, or both (``combine``)."""
+
+    window: WindowRetirement | None = None
+    score: ScoreRetirement | None = None
+    combine: str = "any"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Retirement:
+        if self.combine not in COMBINE:
+            raise ValueError(f"[combine] unknown rule {self.combine!r}"
+                             f"{did_you_mean(self.combine, COMBINE)}; choose any or all")
+        if self.window is None and self.score is None:
+            raise ValueError("[window] give a 'window' or a 'score' rule (or both)")
+        return self
+
+
+HOST_POLICIES = ("random", "fewest_failures", "highest_score")
+
+
 class Cluster(Strict):
-    """Nodes the job needs, spare nodes, and how long a failed node is away.
+    """Nodes the job needs, spare nodes, how long a failed node is away, and how the
+    cluster is operated (see the README, "Cluster operations").
 
     ``spares`` omitted means replacements are always at hand (no waiting); an integer
-    means a pool of that many spare nodes, refilled as failed nodes come back from
-    repair, so that a job without a free spare waits for a repair.
+    means an idle pool of that many nodes, refilled as failed nodes come back from
+    repair, so that a job without a free node waits for a repair. ``working_pool`` (the
+    job's nodes, its standbys and the idle pool together) may be given instead.
     """
 
     nodes: int | None = Field(default=None, gt=0)
     gpus_per_node: int | None = Field(default=None, gt=0)
     spares: int | None = Field(default=None, ge=0)
     repair: Duration = 0.0
+    standbys: int = Field(default=0, ge=0)
+    working_pool: int | None = Field(default=None, gt=0)
+    spare_pool: int = Field(default=0, ge=0)
+    technicians: int | None = Field(default=None, gt=0)
+    costs: Costs = Field(default_factory=Costs)
+    host_selection: str = "random"
+    repairs: Repairs | None = None
+    diagnosis: Diagnosis = Field(default_factory=Diagnosis)
+    bad_nodes: BadNodes | None = None
+    node_rates: str | None = None
+    retirement: Retirement | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Cluster:
+        hs = self.host_selection
+        if ":" not in hs and hs not in HOST_POLICIES:
+            raise ValueError(f"[host_selection] unknown host-selection policy {hs!r}"
+                             f"{did_you_mean(hs, HOST_POLICIES)}; choose one of "
+                             f"{', '.join(HOST_POLICIES)} or name a Python policy as "
+                             "'module:function'")
+        if hs == "highest_score" and (self.retirement is None or self.retirement.score is None):
+            raise ValueError("[host_selection] 'highest_score' needs retirement.score (set "
+                             "its threshold to null to score nodes without retiring them)")
+        if self.working_pool is not None and self.spares is not None:
+            raise ValueError("[working_pool] give 'working_pool' or 'spares', not both")
+        return self
 
 
 class Burst(Strict):
@@ -147,12 +324,14 @@ class Maintenance(Strict):
 
 
 class CauseCost(Strict):
-    """Repair and restart costs of one cause or category of failure."""
+    """Repair and restart costs of one cause or category of failure; ``job_induced``
+    marks causes that come from the job (strike only while it runs, no repair)."""
 
     repair: Duration | None = None
     detect: Duration | None = None
     restart: Duration | None = None
     survives: list[str] | None = None
+    job_induced: bool | None = None
 
 
 class Cause(CauseCost):
@@ -167,7 +346,10 @@ class Failures(Strict):
     """How failures arrive: a distribution of inter-arrival times, or a trace to replay.
 
     ``mtbf`` is the mean time between failures of the whole job; ``node_mtbf`` is per
-    node, so that the job's failure rate scales with its node count.
+    node, so that the job's failure rate scales with its node count. ``start``,
+    ``exposure``, ``idle_rate_factor`` and ``lose_work`` set the failure semantics (see
+    :mod:`testbed.resilience.exposure` and the README, "Failure semantics");
+    ``maintenance`` windows are planned stops.
     """
 
     distribution: str = "exponential"
@@ -182,9 +364,23 @@ class Failures(Strict):
     category_costs: dict[str, CauseCost] = Field(default_factory=dict)
     bursts: Burst | None = None
     maintenance: Maintenance | None = None
+    #: stationary: every renewal clock starts in equilibrium; fresh: new at t = 0
+    start: str = "stationary"
+    #: in_use: job-induced causes only while running, hardware also while restarting;
+    #: running: nothing fails unless the job runs (AIReSim)
+    exposure: str = "in_use"
+    #: hazard of a node not in use (waiting, standby, idle) relative to one in use
+    idle_rate_factor: Probability = 0.0
+    #: false: a failure loses no work (AIReSim-compatible; needs checkpoint.policy none)
+    lose_work: bool = True
 
     @model_validator(mode="after")
     def _consistent(self) -> Failures:
+        for key, value, allowed in (("start", self.start, STARTS),
+                                    ("exposure", self.exposure, EXPOSURES)):
+            if value not in allowed:
+                raise ValueError(f"[{key}] unknown {key} {value!r}{did_you_mean(value, allowed)}"
+                                 f"; choose one of {', '.join(allowed)}")
         if self.distribution not in DISTRIBUTIONS:
             raise ValueError(f"[distribution] unknown distribution {self.distribution!r}"
                              f"{did_you_mean(self.distribution, DISTRIBUTIONS)}; "
@@ -260,6 +456,11 @@ class Checkpoint(Strict):
     every_steps: int | None = Field(default=None, gt=0)
     daly_order: Literal["first", "higher", "exact"] = "higher"
     levels: list[Level] | None = None
+    #: who writes a replicated state and where (the physics of the derived cost, see
+    #: testbed.resilience.ckpt_cost): one writer per shard, every data-parallel rank its
+    #: share, or every rank a full copy; parallel file system, node-local disk or burst buffer
+    writers: Literal["single", "dp-shard", "all"] = "single"
+    tier: Literal["pfs", "node-local", "burst-buffer"] = "pfs"
 
     @model_validator(mode="after")
     def _consistent(self) -> Checkpoint:
@@ -286,6 +487,29 @@ class Checkpoint(Strict):
         return self
 
 
+TARGET_FIGURES = ("ettr", "wall_time", "failures")
+
+
+class TargetCI(Strict):
+    """Adaptive replications: run in deterministic batches until the 95% half-width of
+    ``figure`` is at most ``relative_half_width`` of its estimate."""
+
+    figure: str = "ettr"
+    relative_half_width: float = Field(gt=0, lt=1)
+    min: int = Field(default=30, gt=1, le=MAX_REPLICATIONS)
+    max: int = Field(default=10000, gt=1, le=MAX_REPLICATIONS)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TargetCI:
+        if self.figure not in TARGET_FIGURES:
+            raise ValueError(f"[figure] unknown figure {self.figure!r}"
+                             f"{did_you_mean(self.figure, TARGET_FIGURES)}; choose one of "
+                             f"{', '.join(TARGET_FIGURES)}")
+        if self.max < self.min:
+            raise ValueError(f"[max] 'max' ({self.max}) must be at least 'min' ({self.min})")
+        return self
+
+
 class Simulation(Strict):
     """Replications, seed and engine (``fast`` exact path or step-by-step ``simpy``)."""
 
@@ -295,6 +519,8 @@ class Simulation(Strict):
     #: hard caps of one replication (a runaway job stops with a clear error)
     max_failures: int = Field(default=DEFAULT_MAX_FAILURES, gt=0)
     max_simulated_time: PositiveDuration = DEFAULT_MAX_SIMULATED_S
+    #: adaptive replication count (replaces ``replications``)
+    target_ci: TargetCI | None = None
 
 
 class Scenario(Strict):

@@ -62,6 +62,24 @@ def print_comparison(c: OracleComparison) -> None:
         print_estimate(c.chosen)
 
 
+def print_input_precision(c) -> None:
+    """The scenario's input precision against fp32 inputs, side by side."""
+    a, b = c.scenario, c.baseline
+    click.echo(f"\nInput precision {a.input_precision} against {b.input_precision} "
+               "(same seed and replications):")
+    click.echo(table(["", a.input_precision, b.input_precision], [
+        ("bytes per sample", format_bytes(a.input_bytes_per_sample),
+         format_bytes(b.input_bytes_per_sample)),
+        ("dataset", format_bytes(a.dataset_bytes), format_bytes(b.dataset_bytes)),
+        ("time per iteration", format_duration(a.time_per_iteration_s),
+         format_duration(b.time_per_iteration_s)),
+        ("  exposed input I/O", format_duration(a.io_s), format_duration(b.io_s)),
+        ("bottleneck", a.bottleneck, b.bottleneck),
+        ("simulated wall time", format_duration(a.wall_time_s), format_duration(b.wall_time_s)),
+    ], align="lrr"))
+    click.echo(f"speed-up of {a.input_precision} inputs: {c.speedup:.2f}x")
+
+
 @click.command("run")
 @click.argument("scenario", required=False)
 @click.option("-o", "--output", "out_dir", help="Report folder (default report/<scenario name>).")
@@ -103,6 +121,8 @@ def run_cmd(scenario, out_dir, no_report, replications, seed, quiet, as_json) ->
         print_comparison(run.comparison)
     if run.summary is not None:
         print_summary(run.summary)
+    if run.input_precision is not None:
+        print_input_precision(run.input_precision)
     if files is not None:
         click.echo(f"\nreport: {files.html} ({len(files.plots)} plots, {len(files.data)} data "
                    "files)")

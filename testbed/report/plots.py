@@ -212,6 +212,43 @@ def strategies(path: Path, rows: Sequence[dict], title: str) -> None:
     _save(fig, path)
 
 
+def input_precision_bars(path: Path, rows: Sequence[dict], title: str) -> None:
+    """Time per iteration split into compute and exposed input I/O, one bar per input
+    precision (``rows``: ``label``, ``compute_s``, ``io_s``, ``other_s``)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.0, 3.6))
+    xs = list(range(len(rows)))
+    parts = (("compute_s", "compute", "#4C9F70"), ("io_s", "exposed input I/O", "#D1495B"),
+             ("other_s", "communication and the rest", "#8E7DBE"))
+    bottom = [0.0] * len(rows)
+    for key, label, colour in parts:
+        vals = [1e3 * r[key] for r in rows]
+        ax.bar(xs, vals, bottom=bottom, color=colour, label=label, width=0.6)
+        bottom = [a + v for a, v in zip(bottom, vals, strict=True)]
+    ax.set_xticks(xs)
+    ax.set_xticklabels([r["label"] for r in rows])
+    ax.set_ylabel("time per iteration (ms, oracle)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    _save(fig, path)
+
+
+def checkpoint_terms(path: Path, terms: dict, title: str) -> None:
+    """One checkpoint's write cost by term (device-to-host, serialise, transfer, …)."""
+    plt = _plt()
+    names = [("device_to_host_s", "device→host"), ("serialize_s", "serialise"),
+             ("transfer_s", "transfer"), ("metadata_s", "file create"), ("fsync_s", "fsync")]
+    vals = [terms.get(k, 0.0) for k, _ in names]
+    fig, ax = plt.subplots(figsize=(6.0, 2.8))
+    ax.barh([lab for _, lab in names], vals, color="#3B75AF")
+    for y, v in enumerate(vals):
+        ax.text(v, y, f" {v * 1e3:.1f} ms", va="center", fontsize=7)
+    ax.set_xlabel("seconds per checkpoint write")
+    ax.set_xlim(0, max(vals + [1e-3]) * 1.3)
+    ax.set_title(title, fontsize=10)
+    _save(fig, path)
+
+
 def sweep_lines(path: Path, xs_label: str, series: dict[str, list[tuple[float, dict]]],
                 title: str, *, log_x: bool,
                 marks: dict[str, Sequence[tuple[float, str]]] | None = None) -> None:

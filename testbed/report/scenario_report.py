@@ -134,6 +134,48 @@ def _interval_caption(study: IntervalStudy | None) -> str:
     return cap + "."
 
 
+def _checkpoint_cost(r: _Report, terms: dict) -> None:
+    keys = ("device_to_host_s", "serialize_s", "transfer_s", "metadata_s", "fsync_s")
+    r.page.heading("What a checkpoint costs")
+    plots.checkpoint_terms(r.plot("checkpoint_cost.png"), terms,
+                           f"One checkpoint: {format_duration(terms['write_s'])} to write, "
+                           f"{format_duration(terms['read_s'])} to read")
+    r.page.figure("checkpoint_cost.png",
+                  f"The blocking checkpoint cost term by term: {terms['writers']} writer(s) on "
+                  f"{terms['writer_nodes']} node(s) to the {terms['tier']} tier, "
+                  f"{terms['bytes_per_writer'] / 2**20:,.1f} MiB each (storage physics of the "
+                  "system profile; each term is calibratable).", "checkpoint_cost")
+    r.csv("checkpoint_cost.csv", ["term", "seconds"],
+          [(k, terms[k]) for k in (*keys, "write_s", "read_transfer_s", "read_s")])
+
+
+def _input_precision(r: _Report, c) -> None:
+    rows = []
+    for side in (c.scenario, c.baseline):
+        other = max(0.0, side.time_per_iteration_s - side.compute_s - side.io_s)
+        rows.append({"label": side.input_precision, "compute_s": side.compute_s,
+                     "io_s": side.io_s, "other_s": other})
+    r.page.heading("Input precision")
+    plots.input_precision_bars(r.plot("input_precision.png"), rows,
+                               f"Inputs stored at {c.scenario.input_precision} vs "
+                               f"{c.baseline.input_precision}")
+    r.page.figure("input_precision.png", "Time per iteration (oracle) with the scenario's "
+                  "input precision and with fp32 inputs: fewer bytes per sample shrink the "
+                  "dataset, its staging and the per-iteration read.", "input_precision")
+    header = ["input precision", "bytes/sample", "dataset bytes", "time/iteration",
+              "exposed input I/O", "bottleneck", "simulated wall time"]
+    table = [(s.input_precision, f"{s.input_bytes_per_sample:,.0f}", f"{s.dataset_bytes:,.0f}",
+              format_duration(s.time_per_iteration_s), format_duration(s.io_s), s.bottleneck,
+              format_duration(s.wall_time_s)) for s in (c.scenario, c.baseline)]
+    r.page.table(header, table)
+    r.page.para(f"Storing inputs at {c.scenario.input_precision} makes the whole run "
+                f"{c.speedup:.2f}× as fast as fp32 inputs (same seed and replications).")
+    r.csv("input_precision.csv", ["input_precision", "input_bytes_per_sample", "dataset_bytes",
+                                  "time_per_iteration_s", "io_s", "compute_s", "bottleneck",
+                                  "wall_time_s", "ettr"],
+          [tuple(s.to_dict().values()) for s in (c.scenario, c.baseline)])
+
+
 def _timeline(r: _Report, run: ScenarioRun) -> None:
     events = list(run.events)
     r.page.heading("Timeline of one replication")
@@ -181,6 +223,10 @@ def build_report(out_dir: str | Path, run: ScenarioRun) -> ReportFiles:
             _summary(r, run.summary)
             _breakdown(r, run.summary, run.study)
             _interval_plot(r, run.summary, run.study)
+        if run.spec is not None and run.spec.checkpoint_terms:
+            _checkpoint_cost(r, run.spec.checkpoint_terms)
+        if run.input_precision is not None:
+            _input_precision(r, run.input_precision)
         if run.events:
             _timeline(r, run)
         if run.comparison is not None:

@@ -1,6 +1,8 @@
 """Resilience math (pure): optimum checkpoint intervals, expected wall times, failure
-distributions and cause mixes, the checkpoint cost model, and the failure streams
-that both simulator engines consume."""
+distributions and cause mixes, the checkpoint cost model, the failure streams, and the
+node lifecycle (``lifecycle`` the spec, ``ops`` the state machine both simulator engines
+execute, ``exposure`` when failure clocks run, ``maintenance`` planned stops,
+``policies`` host selection, ``closed_forms`` the expectations tests check against)."""
 
 from testbed.resilience.intervals import (
     daly_exact_interval_s,

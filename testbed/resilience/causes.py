@@ -7,6 +7,13 @@ category (``failures.category_costs``), then fall back to the scenario's default
 
 ``survives`` lists the checkpoint levels that outlive a failure of that cause (a
 node-local copy does not survive losing the node); ``None`` means every level does.
+
+``job_induced`` marks causes that come from the job itself (software bugs, NCCL
+timeouts, dependencies): they strike only while the job runs, never a node that waits or
+sits idle, and the node stays (a restart on the same nodes, no repair). A cause table
+may carry a ``job_induced`` column (``true``/``false``); otherwise a cause is not
+job-induced unless the scenario says so (per cause, or per category in
+``failures.category_costs``).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ class CauseRow:
     name: str
     category: str
     weight: float
+    job_induced: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,7 @@ class ResolvedCause:
     detect_s: float
     restart_s: float
     survives: frozenset[str] | None = None
+    job_induced: bool = False
 
 
 def named_cause_tables() -> list[str]:
@@ -78,7 +87,12 @@ def load_cause_table(ref: str, *, base_dir: Path | None = None, source: str | No
         if any(r.name == name for r in rows):
             raise ScenarioError(f"cause {name!r} appears twice", source=str(path),
                                 line=lineno, field="cause")
-        rows.append(CauseRow(name, (rec.get("category") or name).strip(), weight))
+        flag = (rec.get("job_induced") or "").strip().lower()
+        if flag not in ("", "true", "false"):
+            raise ScenarioError(f"job_induced must be true or false, got {flag!r}",
+                                source=str(path), line=lineno, field="job_induced")
+        rows.append(CauseRow(name, (rec.get("category") or name).strip(), weight,
+                             None if not flag else flag == "true"))
     if not rows:
         raise ScenarioError("cause table has no rows", source=str(path))
     return rows
@@ -93,10 +107,14 @@ def resolve_causes(rows: list[CauseRow], costs: dict[str, dict], *, repair_s: fl
         spec = {**costs.get(r.category, {}), **{k: v for k, v in costs.get(r.name, {}).items()
                                                  if v is not None}}
         survives = spec.get("survives")
+        induced = spec.get("job_induced")
+        if induced is None:
+            induced = bool(r.job_induced)
         out.append(ResolvedCause(
             name=r.name, category=r.category, probability=r.weight / total,
             repair_s=repair_s if spec.get("repair") is None else spec["repair"],
             detect_s=detect_s if spec.get("detect") is None else spec["detect"],
             restart_s=restart_s if spec.get("restart") is None else spec["restart"],
-            survives=None if survives is None else frozenset(survives)))
+            survives=None if survives is None else frozenset(survives),
+            job_induced=bool(induced)))
     return tuple(out)

@@ -1,10 +1,10 @@
 """Failure arrivals of one replication: a time-ordered stream the engines consume.
 
-The stream does not depend on what the job is doing (hardware fails whether the job
-computes, checkpoints or restarts), so the step-by-step SimPy engine and the fast
-exact path consume the *same* sequence, drawn from the named streams of
-:mod:`testbed.resilience.streams` in the same order. That is what makes their results
-equal.
+:meth:`FailureModel.events` is a stream that does not depend on what the job is doing
+(the HPO simulator consumes it for its nodes). The training-job engines instead run the
+node lifecycle of :mod:`testbed.resilience.ops`, where failures depend on the job's
+phase (``exposure``, ``idle_rate_factor``, job-induced causes) — see its docstring; the
+fields here describe the failure process both use.
 
 Arrival models:
 
@@ -12,8 +12,10 @@ Arrival models:
 * node level (``node_mtbf``): one renewal process per node, superposed. For the
   exponential distribution the superposition is a Poisson process of rate
   nodes / node_mtbf, drawn directly (the same law, far cheaper); for Weibull and
-  lognormal each node keeps its own clock, starting new at time 0, and a replaced
-  node's successor starts new at the failure time;
+  lognormal each node keeps its own clock — started stationary by default (its first
+  failure from the equilibrium residual life, :meth:`Interarrival.equilibrium`), or new
+  at time 0 with ``start="fresh"`` — and a replaced node's successor starts new at the
+  failure time;
 * a trace: recorded failures replayed as they are.
 
 On top: a cause per failure (from the cause mix), correlated bursts (a failure brings
@@ -78,6 +80,14 @@ class FailureModel:
     maintenance_every_s: float | None = None
     maintenance_duration_s: float = 0.0
     maintenance_first_s: float | None = None
+    #: ``stationary``: every renewal clock starts in equilibrium; ``fresh``: new at t = 0
+    start: str = "stationary"
+    #: ``in_use``: causes strike as described in ops; ``running``: only while the job runs
+    exposure: str = "in_use"
+    #: hazard of a node not in use relative to one in use (0: its clock stops)
+    idle_rate_factor: float = 0.0
+    #: False: a failure loses no work (AIReSim-compatible; no checkpoints needed)
+    lose_work: bool = True
 
     @property
     def job_mtbf_s(self) -> float:
@@ -119,7 +129,8 @@ class FailureModel:
                     t += gap
                     yield t, node
         # one renewal clock per node; gaps drawn in the order they are needed
-        first = self.interarrival.draw(rng, self.nodes).tolist()
+        first = (self.interarrival.equilibrium(rng, self.nodes) if self.start == "stationary"
+                 else self.interarrival.draw(rng, self.nodes)).tolist()
         heap = [(g, n) for n, g in enumerate(first)]
         heapq.heapify(heap)
         buffer: list[float] = []

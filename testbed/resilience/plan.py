@@ -116,6 +116,19 @@ class JobPlan:
             i -= 1
         return i
 
+    @property
+    def stop_ckpt_s(self) -> float:
+        """Cost of the checkpoint a planned stop writes: the top level, blocking and
+        background parts together (0 without checkpoints: a planned stop then loses the
+        job's progress)."""
+        if not self.levels:
+            return 0.0
+        return self.levels[-1].cost_s + self.persist_s
+
+    @property
+    def top_level(self) -> str | None:
+        return self.levels[-1].name if self.levels else None
+
     def failure_free_s(self) -> float:
         """Wall time without failures: work plus every checkpoint (with async stalls)."""
         if not self.levels:

@@ -13,8 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from testbed.resilience import intervals
+from testbed.resilience import closed_forms, intervals
+from testbed.resilience.exposure import cause_tables, phase_speeds
 from testbed.resilience.failures import FailureModel
+from testbed.resilience.lifecycle import PLAIN, Lifecycle
+from testbed.resilience.maintenance import Windows
 from testbed.resilience.plan import JobPlan
 
 #: Checkpoint policies and how Daly's interval may be computed.
@@ -102,6 +105,22 @@ class RunLimits:
                            source=self.source, field="simulation")
 
 
+#: Figures an adaptive run can aim its confidence interval at.
+TARGET_FIGURES = ("ettr", "wall_time", "failures")
+
+
+@dataclass(frozen=True)
+class TargetCI:
+    """Replicate in deterministic batches until the 95% half-width of ``figure`` is at
+    most ``relative_half_width`` of its estimate (at least ``min_reps``, at most
+    ``max_reps`` replications)."""
+
+    figure: str
+    relative_half_width: float
+    min_reps: int
+    max_reps: int
+
+
 @dataclass(frozen=True)
 class SimSpec:
     """A resolved scenario: plan, failure model, spares and the analytical estimate."""
@@ -120,6 +139,17 @@ class SimSpec:
     step_s: float | None = None
     state_bytes: int | None = None
     limits: RunLimits = field(default_factory=RunLimits)
+    lifecycle: Lifecycle = PLAIN
+    windows: Windows | None = None
+    target: TargetCI | None = None
+    #: the derived checkpoint cost term by term (who writes, d2h, serialise, transfer,
+    #: metadata, fsync; see testbed.resilience.ckpt_cost), None when given or legacy
+    checkpoint_terms: dict | None = field(default=None, compare=False)
+
+    @property
+    def failure_rate_per_s(self) -> float:
+        """Failures per second of the job while it runs, as simulated from t = 0."""
+        return 1.0 / self.job_mtbf_s if math.isfinite(self.job_mtbf_s) else 0.0
 
     @property
     def facts(self) -> SpecFacts:
@@ -171,28 +201,58 @@ def policy_interval_s(policy: str, *, cost_s: float, restart_s: float, mtbf_s: f
 
 
 def closed_form_wall_s(model: FailureModel, plan: JobPlan, *, cost_s: float, restart_s: float,
-                       mtbf_s: float, spares: int | None
+                       mtbf_s: float, spares: int | None, life: Lifecycle = PLAIN,
+                       nodes: int = 1, windows: Windows | None = None
                        ) -> tuple[float | None, float | None]:
     """(exact expected wall time, Daly's formula) where their assumptions hold, else None.
 
-    Assumptions: exponential failures of one restart cost, a single level, no
-    background persist, no bursts, maintenance or spare limit, every level surviving.
+    Assumptions: exponential failures of one detection and restart cost, a single level,
+    no background persist, no bursts, maintenance or other node operations, every level
+    surviving; replacements at hand (no spare limit) or one node without a spare waiting
+    for its repair. The restart semantics are the simulator's (see
+    :mod:`testbed.resilience.closed_forms`). Daly's formula is returned beside it.
     """
-    if not model.has_failures:
+    if not model.has_failures and windows is None:
         return plan.failure_free_s(), None
-    if (model.trace is not None or model.interarrival is None
+    if (model.trace is not None or model.interarrival is None or windows is not None
             or model.interarrival.kind != "exponential"
             or model.burst_probability or model.maintenance_every_s is not None
-            or spares is not None or len(plan.levels) > 1 or plan.persist_s):
+            or len(plan.levels) > 1 or plan.persist_s or not life.is_simple()):
         return None, None
-    extras = {c.detect_s + c.restart_s for c in model.causes}
-    if len(extras) > 1 or any(c.survives is not None for c in model.causes):
+    causes = model.causes
+    extras = {(c.detect_s, c.restart_s) for c in causes}
+    if len(extras) > 1 or any(c.survives is not None for c in causes):
         return None, None
+    detect, requeue = next(iter(extras)) if extras else (0.0, 0.0)
+    down = _expected_down_s(model, plan, life, nodes, spares, detect, requeue + plan.load_of(0))
+    if down is None:
+        return None, None
+    if not model.lose_work:
+        return closed_forms.no_loss_expected_s(plan.failure_free_s(), mtbf_s, down), None
     if not plan.levels:
-        return intervals.no_checkpoint_expected_s(plan.work_s, restart_s, mtbf_s), None
-    exact = intervals.segment_expected_s(plan.interval_s + cost_s, restart_s, mtbf_s) * (
-        plan.n_segments - 1) + intervals.segment_expected_s(plan.last_s + cost_s, restart_s,
-                                                            mtbf_s)
+        return closed_forms.segments_expected_s([plan.work_s], mtbf_s, down), None
+    lengths = [plan.interval_s + cost_s] * (plan.n_segments - 1) + [plan.last_s + cost_s]
+    exact = closed_forms.segments_expected_s(lengths, mtbf_s, down)
     daly = intervals.daly_expected_wall_time_s(plan.work_s, plan.interval_s, cost_s,
                                                restart_s, mtbf_s)
     return exact, daly
+
+
+def _expected_down_s(model: FailureModel, plan: JobPlan, life: Lifecycle, nodes: int,
+                     spares: int | None, detect_s: float, rest_s: float) -> float | None:
+    """E[A] of the restart after a failure, where a closed form holds (else None)."""
+    _, _, p_hw = cause_tables(model)
+    speed = phase_speeds(model, p_hw)[1]
+    if not model.per_node:
+        if spares is not None:
+            return None
+        return closed_forms.expected_down_job_s(model.interarrival.mean_s, speed,
+                                                detect_s + rest_s)
+    repairs = {c.repair_s for c in model.causes if not c.job_induced}
+    if spares is None:
+        return closed_forms.expected_down_nodes_s(nodes, model.interarrival.mean_s, speed,
+                                                  p_hw, detect_s, rest_s)
+    if nodes == 1 and spares == 0 and len(repairs) == 1:
+        return closed_forms.expected_down_nodes_s(1, model.interarrival.mean_s, speed, p_hw,
+                                                  detect_s, rest_s, repair_s=repairs.pop())
+    return None

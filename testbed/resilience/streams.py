@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 #: Fixed numbers for the stream purposes (part of the seed derivation: never renumber).
-PURPOSES = {"failures": 1, "causes": 2, "nodes": 3, "bursts": 4}
+PURPOSES = {"failures": 1, "causes": 2, "nodes": 3, "bursts": 4, "lifecycle": 5,
+            "repairs": 6, "diagnosis": 7, "selection": 8, "costs": 9, "classes": 10,
+            "idle": 11}
 
 
 def stream(seed: int, replication: int, purpose: str, index: int = 0) -> np.random.Generator:

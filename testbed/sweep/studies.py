@@ -24,7 +24,7 @@ from simulators.run import event_log, simulate
 from testbed.outcomes import Replicated, SimSummary, replicated_from_rows
 from testbed.progress import Progress
 from testbed.resilience.spec import SimSpec, SpecFacts, optimum_intervals_s
-from testbed.resolve import OracleComparison, oracle_comparison, resolve
+from testbed.resolve import OracleComparison, oracle_comparison, oracle_estimate, resolve
 from testbed.scenario import Scenario
 from testbed.sweep.runner import plan_points, point_rows
 
@@ -149,6 +149,71 @@ def study_size(spec: SimSpec) -> int:
     return sum(1 for m in MULTIPLES if base * m + cost <= MAX_SEGMENT_MTBFS * mtbf)
 
 
+#: The input precision every other is compared with (how scientific data usually arrive).
+BASELINE_INPUT_PRECISION = "fp32"
+
+
+@dataclass(frozen=True)
+class PrecisionSide:
+    """One input precision of the comparison: the oracle's step and the simulated run."""
+
+    input_precision: str
+    input_bytes_per_sample: float
+    dataset_bytes: float
+    time_per_iteration_s: float
+    io_s: float
+    compute_s: float
+    bottleneck: str
+    wall_time_s: float
+    ettr: float
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class InputPrecisionComparison:
+    """The scenario's input precision against fp32 inputs, same seed and replications."""
+
+    scenario: PrecisionSide
+    baseline: PrecisionSide
+
+    @property
+    def speedup(self) -> float:
+        """fp32 wall time over the scenario's (>1: the lower precision is faster)."""
+        return self.baseline.wall_time_s / self.scenario.wall_time_s
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.scenario.to_dict(), "baseline": self.baseline.to_dict(),
+                "speedup": self.speedup}
+
+
+def _side(sc: Scenario, summary: SimSummary) -> PrecisionSide:
+    est = oracle_estimate(sc)
+    return PrecisionSide(
+        input_precision=sc.workload.input_precision or "uint8",
+        input_bytes_per_sample=est.input_bytes_per_sample or 0.0,
+        dataset_bytes=est.dataset_bytes or 0.0, time_per_iteration_s=est.time_per_iteration_s,
+        io_s=est.io_s or 0.0, compute_s=est.compute_s or 0.0, bottleneck=est.bottleneck or "",
+        wall_time_s=summary.stats.wall_time_s.mean, ettr=summary.stats.ettr.mean)
+
+
+def input_precision_comparison(sc: Scenario, summary: SimSummary, *, replications: int,
+                               seed: int, engine: str) -> InputPrecisionComparison | None:
+    """The same scenario with fp32 inputs (common random numbers), when the scenario stores
+    its inputs at another precision and takes its step time from the oracle."""
+    w = sc.workload
+    if (w is None or not w.input_precision or w.input_precision == BASELINE_INPUT_PRECISION
+            or w.steps is None or w.step_time is not None or sc.model is None):
+        return None
+    from testbed.scenario import scenario_from_dict
+    data = sc.model_dump(mode="json", exclude={"source", "lines"}, exclude_none=True)
+    data["workload"]["input_precision"] = BASELINE_INPUT_PRECISION
+    base_sc = scenario_from_dict(data, source=sc.source or "<scenario>", lines=sc.lines)
+    base = simulate(resolve(base_sc), replications, seed, engine)
+    return InputPrecisionComparison(_side(sc, summary), _side(base_sc, base))
+
+
 @dataclass(frozen=True)
 class ScenarioRun:
     """Everything ``testbed run`` computes for one scenario; the report presents it."""
@@ -159,12 +224,16 @@ class ScenarioRun:
     summary: SimSummary | None
     study: IntervalStudy | None
     events: tuple[dict, ...] = ()
+    input_precision: InputPrecisionComparison | None = None
 
     def to_dict(self) -> dict:
         return {"scenario": self.scenario.name, "source": self.scenario.source,
                 "oracle": self.comparison.to_dict() if self.comparison else None,
                 "simulation": self.summary.to_dict() if self.summary else None,
-                "interval_study": self.study.to_dict() if self.study else None}
+                "checkpoint_cost": self.spec.checkpoint_terms if self.spec else None,
+                "interval_study": self.study.to_dict() if self.study else None,
+                "input_precision": (self.input_precision.to_dict()
+                                    if self.input_precision else None)}
 
 
 def run_scenario(sc: Scenario, *, replications: int | None = None, seed: int | None = None,
@@ -185,4 +254,6 @@ def run_scenario(sc: Scenario, *, replications: int | None = None, seed: int | N
         result = interval_study(sc, spec, replications=reps, seed=seed, engine=engine,
                                 progress=bar.update) if study else None
     log = tuple(event_log(spec, seed, 0)) if events else ()
-    return ScenarioRun(sc, comparison, spec, summary, result, log)
+    precision = input_precision_comparison(sc, summary, replications=reps, seed=seed,
+                                           engine=engine)
+    return ScenarioRun(sc, comparison, spec, summary, result, log, precision)

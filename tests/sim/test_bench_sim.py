@@ -1,11 +1,14 @@
-"""Performance targets (pytest-benchmark): the fast path and the SimPy engine's event rate."""
+"""Performance targets (pytest-benchmark): the fast path, the SimPy engine's event rate,
+16,384 nodes at 100 replications/s, and a cost per failure that does not grow with the
+node count when nodes are heterogeneous, scored, and queue for technicians."""
 
 from __future__ import annotations
 
 import time
 
 from simulators.engine import run_simpy
-from simulators.run import simulate
+from simulators.fast import run_fast
+from simulators.run import replicate, simulate
 from testbed.resolve import resolve
 from testbed.scenario import load_scenario, scenario_from_dict
 
@@ -41,3 +44,76 @@ def test_bench_simpy_engine_events_per_second(benchmark):
     benchmark.extra_info["events_per_s"] = rate
     print(f"SimPy engine: {out['events']} events in {out['cpu_s']:.2f} s CPU = {rate:,.0f} events/s")
     assert out["events"] > 200000 and rate > 10_000
+
+
+def _llama3_at(nodes: int):
+    """The Llama-3-like scenario (per-node MTBF 6,334.5 h, 54 d, its causes, Daly) with
+    the node count and the spare pool scaled."""
+    doc = load_scenario("scenarios/llama3-405b.yaml").model_dump(exclude={"source", "lines"},
+                                                                 exclude_none=True)
+    doc["cluster"].update(nodes=nodes, spares=64 * nodes // 2048)
+    return resolve(scenario_from_dict(doc))
+
+
+def test_bench_16384_nodes_llama3_like_at_100_replications_per_second(benchmark):
+    spec = _llama3_at(16384)
+    reps, batches = 70, 3
+    out: dict = {}
+
+    def run():   # the best of three batches of CPU time: other agents share the machine
+        rates, fails = [], []
+        for b in range(batches):
+            start = time.process_time()
+            results = replicate(spec, reps, 405, start=b * reps)
+            rates.append(reps / (time.process_time() - start))
+            fails += [r.failures for r in results]
+        out["rate"], out["failures"] = max(rates), sum(fails) / len(fails)
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    rate, failures = out["rate"], out["failures"]
+    benchmark.extra_info.update(reps_per_s=rate, failures_per_rep=failures,
+                                us_per_failure=1e6 / (rate * failures))
+    print(f"16,384 nodes: {rate:.0f} replications/s, {failures:.0f} failures each, "
+          f"{1e6 / (rate * failures):.2f} µs per failure")
+    assert 5000 < failures < 8000
+    assert rate >= 100
+
+
+def _ops_heavy(nodes: int):
+    """Bad nodes, score-based host selection, a two-stage repair pipeline with a
+    technician queue, standbys and a spare pool, all scaled with the node count."""
+    return resolve(scenario_from_dict({
+        "workload": {"compute_time": "16d"},
+        "cluster": {"nodes": nodes, "standbys": nodes // 256, "spares": nodes // 64,
+                    "spare_pool": nodes // 32, "technicians": nodes // 16,
+                    "costs": {"host_selection": "3min", "preemption": "20min"},
+                    "repairs": {"automatic": {"duration": {"distribution": "exponential",
+                                                           "mean": "2h"},
+                                              "silent_failure": 0.4},
+                                "manual": {"duration": {"distribution": "exponential",
+                                                        "mean": "2d"},
+                                           "silent_failure": 0.2},
+                                "escalation": 0.8},
+                    "bad_nodes": {"fraction": 0.15, "multiplier": 5},
+                    "host_selection": "highest_score",
+                    "retirement": {"score": {"penalty": 30, "increment": 10, "period": "1d",
+                                             "threshold": -300}}},
+        "failures": {"node_mtbf": "100d", "detect": "1min", "restart": "5min"},
+        "checkpoint": {"policy": "daly", "cost": 30, "restart": "5min"}}))
+
+
+def test_bench_cost_per_failure_is_flat_in_the_node_count(benchmark):
+    cost = {}
+
+    def run():
+        for nodes in (2048, 16384):
+            spec = _ops_heavy(nodes)
+            best = float("inf")
+            for rep in range(2):
+                t0 = time.process_time()
+                r = run_fast(spec, 1, rep)
+                best = min(best, (time.process_time() - t0) / (r.failures + r.ops.failures_idle))
+            cost[nodes] = best
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    benchmark.extra_info.update({f"us_per_failure_{n}": 1e6 * c for n, c in cost.items()})
+    print("µs per failure: " + ", ".join(f"{n:,} nodes {1e6 * c:.1f}" for n, c in cost.items()))
+    assert cost[16384] < 1.5 * cost[2048]

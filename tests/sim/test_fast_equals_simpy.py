@@ -1,8 +1,13 @@
 """The fast exact path equals the step-by-step SimPy engine for the same seed.
 
 Equality is exact for every discrete outcome (failures, their causes, checkpoints
-committed) and holds to float round-off (relative 1e-9) for times: the SimPy engine
-adds step times one at a time while the fast path multiplies.
+committed, every cluster-operation count: repairs, swaps, host selections, preemptions,
+stalls, retirements, depletion) and holds to float round-off (relative 1e-9) for times:
+the SimPy engine adds step times one at a time while the fast path multiplies. The
+strategy draws every feature of the node lifecycle: standbys, pools, costs (fixed and
+drawn), host-selection policies, repair pipelines with technicians, diagnosis misses and
+wrong blames, bad nodes, retirement, idle failures, exposure modes, stationary and fresh
+starts, job-induced causes, planned maintenance, no-loss mode.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulators.engine import run_simpy
-from simulators.fast import run_fast
+from simulators.fast import is_simple, run_fast, run_simple
+from simulators.fast_ops import run_general
 from testbed.resolve import resolve
 from testbed.scenario import scenario_from_dict
 
@@ -24,9 +30,10 @@ def _close(a: float, b: float, scale: float) -> bool:
     return math.isclose(a, b, rel_tol=REL, abs_tol=REL * scale)
 
 
-def assert_same(spec, seed: int, rep: int) -> None:
-    fast = run_fast(spec, seed, rep)
-    slow, _ = run_simpy(spec, seed, rep)
+OPS_TIMES = ("stall_s", "swap_s", "host_selection_s", "preemption_s", "maintenance_s")
+
+
+def _same(fast, slow) -> None:
     assert fast.failures == slow.failures
     assert fast.checkpoints == slow.checkpoints
     assert fast.by_cause == slow.by_cause
@@ -34,6 +41,19 @@ def assert_same(spec, seed: int, rep: int) -> None:
     for field in ("wall_s", "useful_s", "checkpoint_s", "lost_s", "restart_s", "waiting_s"):
         assert _close(getattr(fast, field), getattr(slow, field), scale), (
             field, getattr(fast, field), getattr(slow, field))
+    a, b = fast.ops.to_dict(), slow.ops.to_dict()
+    for key in a:
+        if key in OPS_TIMES:
+            assert _close(a[key], b[key], scale), (key, a[key], b[key])
+        else:
+            assert a[key] == b[key], (key, a[key], b[key])
+
+
+def assert_same(spec, seed: int, rep: int) -> None:
+    slow, _ = run_simpy(spec, seed, rep)
+    _same(run_fast(spec, seed, rep), slow)
+    if is_simple(spec):     # the inlined loop and the general one agree too
+        _same(run_general(spec, seed, rep), run_simple(spec, seed, rep))
 
 
 @st.composite
@@ -99,11 +119,76 @@ def small_scenarios(draw):
         fail["bursts"] = {"probability": draw(st.floats(0.05, 1.0)),
                           "size": draw(st.integers(1, min(3, nodes))),
                           "window": draw(st.floats(1.0, 1800.0))}
-    if draw(st.booleans()):
+    no_loss = draw(st.integers(0, 2)) == 0
+    if no_loss:
+        fail["lose_work"] = False
+        doc["checkpoint"] = {"policy": "none", "restart": ck.get("restart", 60.0)}
+        for cause in fail.get("causes", []):
+            cause.pop("survives", None)
+    if draw(st.booleans()) and (doc["checkpoint"]["policy"] != "none" or no_loss):
         every = draw(st.floats(4 * 3600.0, 48 * 3600.0))
         fail["maintenance"] = {"every": every, "duration": draw(st.floats(60.0, every / 4))}
+    semantics(draw, fail)
     doc["failures"] = fail
+    if draw(st.booleans()):
+        operations(draw, cluster, nodes, mtbf, key == "node_mtbf")
     return doc, draw(st.integers(0, 2**32 - 1))
+
+
+def semantics(draw, fail: dict) -> None:
+    """Failure semantics: start, exposure, idle failures, job-induced causes."""
+    fail["start"] = draw(st.sampled_from(["stationary", "fresh"]))
+    fail["exposure"] = draw(st.sampled_from(["in_use", "in_use", "running"]))
+    if fail["exposure"] == "in_use" and draw(st.booleans()):
+        fail["idle_rate_factor"] = draw(st.floats(0.0, 1.0))
+    if "causes" in fail:
+        for cause in fail["causes"]:
+            if draw(st.integers(0, 2)) == 0:
+                cause["job_induced"] = True
+
+
+def operations(draw, cluster: dict, nodes: int, mtbf: float, per_node: bool) -> None:
+    """Standbys, pools, costs, policies, repairs, diagnosis, bad nodes, retirement."""
+    cluster["spares"] = draw(st.integers(0, 3))
+    cluster["standbys"] = draw(st.integers(0, 2))
+    cluster["spare_pool"] = draw(st.integers(0, 2))
+    cluster.setdefault("repair", draw(st.floats(60.0, mtbf)))
+    costs = {}
+    for name in ("swap", "host_selection", "preemption"):
+        if draw(st.booleans()):
+            d = draw(st.sampled_from(["fixed", "exponential"]))
+            mean = draw(st.floats(1.0, 1800.0))
+            costs[name] = mean if d == "fixed" else {"distribution": d, "mean": mean}
+    cluster["costs"] = costs
+    if draw(st.booleans()):
+        cluster["technicians"] = draw(st.integers(1, 2))
+    if draw(st.booleans()):
+        stage = lambda: {"duration": {"distribution": draw(st.sampled_from(  # noqa: E731
+            ["exponential", "fixed"])), "mean": draw(st.floats(60.0, mtbf / 2))},
+            "silent_failure": draw(st.floats(0.0, 1.0))}
+        cluster["repairs"] = {"automatic": stage(), "manual": stage(),
+                              "escalation": draw(st.floats(0.0, 1.0)),
+                              "escalate": draw(st.sampled_from(["always", "on_failure"]))}
+    if draw(st.booleans()):
+        cluster["diagnosis"] = {"miss": draw(st.floats(0.0, 0.5)),
+                                "wrong_node": draw(st.floats(0.0, 0.5))}
+    if per_node and draw(st.booleans()):
+        cluster["bad_nodes"] = {"fraction": draw(st.floats(0.0, 1.0)),
+                                "multiplier": draw(st.floats(0.0, 5.0))}
+    policy = draw(st.sampled_from(["random", "fewest_failures", "highest_score"]))
+    if policy == "highest_score" or draw(st.booleans()):
+        ret: dict = {}
+        if draw(st.booleans()):
+            ret["window"] = {"failures": draw(st.integers(1, 3)),
+                             "within": draw(st.floats(600.0, 10 * mtbf))}
+        if policy == "highest_score" or not ret or draw(st.booleans()):
+            ret["score"] = {"initial": 100.0, "penalty": draw(st.floats(0.0, 80.0)),
+                            "increment": draw(st.floats(0.0, 20.0)),
+                            "period": draw(st.floats(600.0, mtbf)),
+                            "threshold": draw(st.sampled_from([None, 0.0, 50.0]))}
+        ret["combine"] = draw(st.sampled_from(["any", "all"]))
+        cluster["retirement"] = ret
+    cluster["host_selection"] = policy
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

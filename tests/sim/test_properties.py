@@ -49,18 +49,21 @@ def test_same_seed_gives_byte_identical_event_log():
 def cases(draw):
     work = draw(st.floats(3600.0, 50 * 3600.0))
     mtbf = draw(st.floats(work / 3, 3 * work))
+    # segments (interval + cost) well below the MTBF: a narrow lognormal or Weibull
+    # would otherwise never let a longer segment through
     doc = {"workload": {"compute_time": work},
            "failures": {"mtbf": mtbf, "distribution": draw(st.sampled_from(
                ["exponential", "weibull", "lognormal"]))},
            "checkpoint": {"policy": draw(st.sampled_from(["young", "daly", "fixed"])),
-                          "cost": draw(st.floats(1.0, 600.0)),
+                          "cost": draw(st.floats(1.0, min(600.0, mtbf / 4))),
                           "restart": draw(st.floats(0.0, 1200.0))}}
     if doc["failures"]["distribution"] == "weibull":
         doc["failures"]["shape"] = draw(st.floats(0.6, 1.5))
     if doc["failures"]["distribution"] == "lognormal":
         doc["failures"]["sigma"] = draw(st.floats(0.3, 1.2))
     if doc["checkpoint"]["policy"] == "fixed":
-        doc["checkpoint"]["interval"] = draw(st.floats(600.0, 4 * 3600.0))
+        doc["checkpoint"]["interval"] = draw(st.floats(600.0, max(600.0, min(4 * 3600.0,
+                                                                          mtbf / 2))))
     if draw(st.booleans()):
         doc["cluster"] = {"nodes": 2, "spares": draw(st.integers(0, 2)),
                           "repair": draw(st.floats(0.0, min(4 * 3600.0, mtbf)))}

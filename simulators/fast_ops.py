@@ -1,0 +1,186 @@
+"""The fast path's general loop: the job in closed form, the cluster's state machine as is.
+
+For scenarios with cluster operations (standbys, pools, repair pipelines, diagnosis,
+bad nodes, retirement, idle failures, planned maintenance, bursts, traces, no work
+loss) the fast path runs the same :class:`~testbed.resilience.ops.ClusterOps` as the
+SimPy engine, calls it at the same times in the same order, and replaces only the
+job's step-by-step progress by :mod:`simulators.jobmath`. The cost per failure is the
+state machine's: O(1) or O(log N) (heaps of repairs, node clocks and policy keys).
+"""
+
+from __future__ import annotations
+
+import math
+
+from simulators.engine import ops_counts
+from simulators.jobmath import run_until, state_at
+from testbed.outcomes import RepResult, close_books
+from testbed.resilience import ops as cops
+from testbed.resilience.ops import ClusterOps
+from testbed.resilience.spec import SimSpec
+
+INF = math.inf
+
+
+class _Job:
+    """The job's books in the general loop (the same quantities as the SimPy job's)."""
+
+    def __init__(self, spec: SimSpec, ops: ClusterOps) -> None:
+        self.spec, self.plan, self.ops = spec, spec.plan, ops
+        self.causes = spec.failures.causes
+        self.lose_work = spec.failures.lose_work
+        self.windows = spec.windows
+        self.stop_ckpt_s = self.plan.stop_ckpt_s if self.lose_work else 0.0
+        self.c, self.off, self.floor = 0, 0.0, (0, 0.0)
+        self.ckpt_s = self.restart_s = self.wait_s = 0.0
+        self.commits = self.planned = 0
+        self.by_cause = [0] * len(self.causes)
+        self.times = dict.fromkeys(cops.RESTART_KINDS | cops.WAIT_KINDS, 0.0)
+        self.depleted = False
+        self.end_t = 0.0
+
+    def book(self, kind: str, spent_s: float) -> None:
+        if kind in cops.RESTART_KINDS:
+            self.restart_s += spent_s
+        elif kind in cops.WAIT_KINDS:
+            self.wait_s += spent_s
+        if kind in self.times:
+            self.times[kind] += spent_s
+
+    def drive(self, holds, t: float, on_done=None) -> tuple[str | None, float]:
+        """(None, end) when the holds are over, ('fail', time) when a failure cuts one
+        short, ('depleted', t)."""
+        ops = self.ops
+        try:
+            h = next(holds)
+        except StopIteration:
+            return None, t
+        while True:
+            if h.kind == cops.DEPLETED:
+                return cops.DEPLETED, t
+            f = ops.next_failure_s()
+            if f <= h.until_s:
+                self.book(h.kind, f - t)
+                return "fail", f
+            self.book(h.kind, h.until_s - t)
+            t = h.until_s
+            if on_done is not None:
+                on_done(h.kind)
+            try:
+                h = holds.send(t)
+            except StopIteration:
+                return None, t
+
+    def rollback(self, survives) -> None:
+        if not self.lose_work:
+            return
+        plan = self.plan
+        top_ok = survives is None or plan.top_level in survives
+        cand = (plan.rollback(self.c, survives), 0.0)
+        if top_ok and self.floor > cand:
+            cand = self.floor
+        self.c, self.off = cand
+
+    def on_failure(self, t: float) -> float | None:
+        """Failures and the restart after them; the time the job runs again (None:
+        depleted)."""
+        ops = self.ops
+        while True:
+            info = ops.fail(t)
+            survives = None
+            detect = requeue = 0.0
+            if self.causes:
+                cause = self.causes[info.cause]
+                self.by_cause[info.cause] += 1
+                survives, detect, requeue = cause.survives, cause.detect_s, cause.restart_s
+            self.rollback(survives)
+            holds = ops.recovery(t, detect, requeue, self.plan.load_of(self.c), self.windows,
+                                 self.stop_ckpt_s)
+            res, t = self.drive(holds, t)
+            if res is None:
+                break
+            if res == cops.DEPLETED:
+                self.depleted = True
+                self.end_t = t
+                return None
+        ops.set_phase(t, cops.RUNNING)
+        return t
+
+    def commit_stop(self, done: float) -> None:
+        if self.plan.checkpoints or not self.lose_work:
+            self.off = done
+            self.floor = (self.c, self.off)
+            self.planned += 1
+            self.ckpt_s += self.stop_ckpt_s
+
+    def on_stop(self, t: float, end: float, done: float) -> float | None:
+        """A planned stop at ``t`` (state already cut): checkpoint, window."""
+        commit = self.plan.checkpoints or not self.lose_work
+        if self.stop_ckpt_s <= 0 and commit:
+            self.commit_stop(done)
+        res, t = self.drive(self.ops.planned_stop(t, self.stop_ckpt_s, end), t,
+                            lambda kind: self.commit_stop(done) if kind == cops.PLANNED_CKPT
+                            else None)
+        if res is None:
+            self.ops.set_phase(t, cops.RUNNING)
+            return t
+        return self.on_failure(t)
+
+    def hold_plain(self, kind: str, phase: int, until: float) -> float | None:
+        ops = self.ops
+        ops.set_phase(0.0, phase)
+        f = ops.next_failure_s()
+        if f <= until:
+            self.book(kind, f)
+            return self.on_failure(f)
+        self.book(kind, until)
+        ops.set_phase(until, cops.RUNNING)
+        return until
+
+
+def run_general(spec: SimSpec, seed: int, rep: int) -> RepResult:
+    """Simulate replication ``rep`` with the cluster's state machine (see the module
+    docstring)."""
+    plan = spec.plan
+    ops = ClusterOps(spec.failures, spec.lifecycle, spec.nodes, seed, rep, spec.limits)
+    job = _Job(spec, ops)
+    windows = job.windows
+    t: float | None = 0.0
+    if windows is not None:
+        end = windows.blocked_until(0.0, job.stop_ckpt_s)
+        if end is not None:
+            t = job.hold_plain(cops.MAINTENANCE, cops.WAITING, end)
+    while t is not None:
+        f = ops.next_failure_s()
+        stop, end = windows.next_stop_s(t, job.stop_ckpt_s) if windows else (INF, None)
+        horizon = f if f <= stop else stop
+        adv = run_until(plan, t, job.c, job.off, horizon)
+        if adv.done:
+            t = adv.t
+            job.ckpt_s += adv.ckpt_s
+            job.commits += adv.commits
+            job.c, job.off = adv.c, 0.0
+            break
+        if f <= stop:
+            if not job.lose_work:
+                job.off = state_at(plan, t, job.c, job.off, f).off
+            elif adv.commits:
+                job.c, job.off = adv.c, 0.0
+            job.ckpt_s += adv.ckpt_s
+            job.commits += adv.commits
+            t = job.on_failure(f)
+        else:
+            cut = state_at(plan, t, job.c, job.off, stop)
+            if cut.commits:
+                job.c, job.off = cut.c, 0.0
+            job.commits += cut.commits
+            job.ckpt_s += cut.ckpt_s
+            t = job.on_stop(stop, end, cut.off)
+    if t is None:       # depleted: the run ends where the cluster gave out
+        t = job.end_t
+    ops.finish(t)
+    useful = plan.work_s if not job.depleted else min(plan.work_s,
+                                                      plan.work_at(job.c) + job.off)
+    return close_books(t, useful, job.ckpt_s, job.restart_s, job.wait_s,
+                       ops.counts["failures"], job.commits, job.by_cause,
+                       ops_counts(ops, job.times, job.planned, job.depleted))
