@@ -223,11 +223,6 @@ class Replicated:
     ops: dict[str, float] | None = None
     depleted_runs: int = 0
 
-    @property
-    def ettr_of_means(self) -> float:
-        """Deprecated alias of ``ettr.mean`` (the ratio of sums)."""
-        return self.ettr.mean
-
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out = {k: (v.to_dict() if hasattr(v, "to_dict") else v) for k, v in out.items()}

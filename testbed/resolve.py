@@ -53,7 +53,7 @@ from testbed.resilience.spec import (
 )
 from testbed.scenario import Scenario
 from testbed.schema import line_for
-from testbed.systems import SystemProfile, load_system
+from testbed.systems import SystemProfile, default_restart_s, load_system
 from testbed.units import parse_shape
 
 #: Global batch and GPU count of the strategy comparison when a scenario gives no
@@ -289,7 +289,18 @@ def _causes(sc: Scenario, trace_names: list[str] | None) -> tuple[ResolvedCause,
         known = {r.name for r in rows}
         rows += [CauseRow(n, n, 1e-12) for n in trace_names if n not in known]
     return resolve_causes(rows, costs, repair_s=sc.cluster.repair, detect_s=f.detect,
-                          restart_s=f.restart)
+                          restart_s=_default_restart_s(sc))
+
+
+def _default_restart_s(sc: Scenario) -> float:
+    """The requeue/restart time of a failure: the scenario's ``failures.restart`` when it
+    gives one, else the restart a calibrated profile measured (process start, framework
+    import, model build; :func:`testbed.systems.default_restart_s`), else 0."""
+    f = sc.failures
+    if "restart" in f.model_fields_set or sc.system is None:
+        return f.restart
+    measured = default_restart_s(scenario_system(sc))
+    return measured if measured is not None else f.restart
 
 
 def _trace(sc: Scenario, nodes: int):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -22,7 +23,16 @@ def _run(args, cwd, env, timeout=300):
 def test_wheel_outside_the_checkout_predicts_and_runs(tmp_path):
     wheels = tmp_path / "wheels"
     env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    r = _run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps",
+    # build from a copy: setuptools leaves build/ and *.egg-info in the source folder
+    src = tmp_path / "src"
+    top = {".git", ".venv", "build", "report", ".pytest_cache", ".hypothesis", ".benchmarks",
+           ".ruff_cache", ".mypy_cache"}
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skip = {n for n in names if n == "__pycache__" or n.endswith(".egg-info")}
+        return skip | (top & set(names) if Path(folder) == REPO else set())
+    shutil.copytree(REPO, src, symlinks=True, ignore=ignore)
+    r = _run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps",
               "--no-build-isolation", "-q", "-w", str(wheels)], tmp_path, env)
     assert r.returncode == 0, r.stderr[-2000:]
     wheel = next(wheels.glob("testbed-*.whl"))

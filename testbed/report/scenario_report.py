@@ -59,8 +59,9 @@ def _summary(r: _Report, s: SimSummary) -> None:
     r.page.table(["figure", "mean", "95% CI", "closed form"], [
         ("wall time", format_duration(st.wall_time_s.mean), _ci(st.wall_time_s, format_duration),
          format_duration(an.wall_time_s) if an.wall_time_s else "-"),
-        ("ETTR (mean of per-run ratios)", pct(st.ettr.mean), _ci(st.ettr, pct), pct(an.ettr)),
-        ("useful / mean wall time", pct(st.ettr_of_means), "-", "-"),
+        ("ETTR (Σ useful / Σ wall)", pct(st.ettr.mean), _ci(st.ettr, pct), pct(an.ettr)),
+        *([("ETTR per run (mean of ratios)", pct(st.ettr_per_run.mean),
+            _ci(st.ettr_per_run, pct), "-")] if st.ettr_per_run is not None else []),
         ("failures per run", f"{st.failures.mean:.2f}",
          _ci(st.failures, lambda v: f"{v:.2f}"), "-")])
     r.csv("summary.csv", ["figure", "mean", "ci95_low", "ci95_high", "analytical"], [
@@ -118,8 +119,8 @@ def _interval_plot(r: _Report, s: SimSummary, study: IntervalStudy | None) -> No
 def _interval_caption(study: IntervalStudy | None) -> str:
     if study is None:
         return "The scenario's ETTR."
-    cap = (f"Simulated ETTR (mean of per-run useful / wall time) with 95% confidence "
-           f"intervals at multiples of {study.base} ({format_duration(study.base_interval_s)}),"
+    cap = (f"Simulated ETTR (Σ useful / Σ wall, delta-method 95% confidence "
+           f"intervals) at multiples of {study.base} ({format_duration(study.base_interval_s)}),"
            f" {study.replications} replications per point, common random numbers (seed "
            f"{study.seed}); the 1× point is the scenario itself")
     if study.daly_interval_s:

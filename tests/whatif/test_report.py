@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 
+import pytest
+
 from testbed.report import build_report
 from testbed.scenario import load_scenario
 from testbed.sweep.studies import run_scenario
@@ -48,8 +50,26 @@ def test_report_of_a_run_with_strategies(tmp_path):
     sc = load_scenario(REPO / "scenarios" / "quickstart.yaml")
     files = build_report(tmp_path / "r", run_scenario(sc, replications=20, study=False))
     assert {p.name for p in files.plots} == {"breakdown.png", "ettr_interval.png",
-                                             "timeline.png", "strategies.png"}
+                                             "checkpoint_cost.png", "timeline.png",
+                                             "strategies.png"}
     strategies = list(csv.DictReader((files.out_dir / "strategies.csv").open()))
     assert {r["strategy"] for r in strategies} >= {"data"}
     html = files.html.read_text()
-    assert html.count("<img ") == 4 and "20 replications" in html
+    assert html.count("<img ") == 5 and "20 replications" in html
+    cost = list(csv.DictReader((files.out_dir / "checkpoint_cost.csv").open()))
+    terms = {r["term"]: float(r["seconds"]) for r in cost}
+    assert terms["write_s"] == pytest.approx(sum(terms[k] for k in (
+        "device_to_host_s", "serialize_s", "transfer_s", "metadata_s", "fsync_s")))
+
+
+def test_report_of_an_input_precision_scenario_compares_with_fp32(tmp_path):
+    """The CosmoFlow scenario is input-bound at fp32: the report's panel shows the fp16
+    speed-up (issue: "a scenario whose iteration is input-bound shows the speed-up")."""
+    sc = load_scenario(REPO / "scenarios" / "cosmoflow-input-precision.yaml")
+    run = run_scenario(sc, replications=10, study=False, events=False)
+    c = run.input_precision
+    assert c.scenario.input_precision == "fp16" and c.baseline.input_precision == "fp32"
+    assert c.scenario.input_bytes_per_sample * 2 == c.baseline.input_bytes_per_sample
+    assert c.baseline.bottleneck == "io" and c.speedup > 1.3
+    files = build_report(tmp_path / "r", run)
+    assert "input_precision.png" in {p.name for p in files.plots}

@@ -63,7 +63,7 @@ def test_scenario_report_renders_every_plot(tmp_path):
     files = json.loads(proc.stdout)
     images = _images(out / "index.html", tmp_path / "profile")
     plots = {name for name, *_ in images}
-    assert plots == {"breakdown", "ettr_interval", "timeline", "strategies"}
+    assert plots == {"breakdown", "ettr_interval", "checkpoint_cost", "timeline", "strategies"}
     assert len(files["plots"]) == len(images)
     for name, complete, width, height in images:
         assert complete and width > 300 and height > 200, name
