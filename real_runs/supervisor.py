@@ -52,14 +52,19 @@ class Timeline:
     t0: float = field(default_factory=time.perf_counter)
     records: list[dict[str, Any]] = field(default_factory=list)
     sink: Path | None = None
+    written: int = 0
 
     def add(self, event: str, **fields: Any) -> None:
         if event not in ev.EVENT_KINDS:
             raise ValueError(event)
         record = {"t_s": time.perf_counter() - self.t0, "event": event, **fields}
         self.records.append(record)
-        if self.sink is not None:
-            self._append(record)
+        # ``job_start`` waits for the run's first real event: a run refused before it
+        # trains (another run's checkpoint, say) leaves the folder exactly as it was
+        if self.sink is not None and event != ev.JOB_START:
+            for pending in self.records[self.written:]:
+                self._append(pending)
+            self.written = len(self.records)
 
     def _append(self, record: dict[str, Any]) -> None:
         try:

@@ -8,6 +8,7 @@ import time
 from simulators.hpo import simulate_hpo
 from testbed.hpo.plan import build_plan
 from testbed.scenario import scenario_from_dict
+from tests.targets import at_most
 
 
 def _asha(n: int):
@@ -30,11 +31,11 @@ def _timed(benchmark, n: int):
 
 def test_bench_asha_10k_trials_1024_gpus(benchmark):
     run, cpu_s = _timed(benchmark, 10_000)
-    assert cpu_s < 1.0
+    at_most(benchmark, cpu_s, 1.0, "ASHA, 10,000 trials on 1,024 GPUs (CPU s)")
     assert run.summary.trials == 10_000 and run.summary.trials_completed == 10_000
 
 
 def test_bench_asha_100k_trials_1024_gpus(benchmark):
     run, cpu_s = _timed(benchmark, 100_000)
-    assert cpu_s < 10.0
+    at_most(benchmark, cpu_s, 10.0, "ASHA, 100,000 trials on 1,024 GPUs (CPU s)")
     assert run.summary.trials == 100_000

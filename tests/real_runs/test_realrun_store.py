@@ -14,7 +14,7 @@ import pytest
 from real_runs.env import child_env
 from real_runs.faults import damage_checkpoint, damage_file, parse_kill_trace
 from real_runs.store import MANIFEST, CheckpointStore, sha256_file
-from testbed.errors import InputError, ScenarioError
+from testbed.errors import InputError
 
 
 def _write(store: CheckpointStore, step: int, payload: bytes) -> None:
@@ -127,6 +127,6 @@ def test_kill_trace_parsing(tmp_path):
                         ("nope", "not JSON")):
         bad = tmp_path / "bad.jsonl"
         bad.write_text(text + "\n")
-        with pytest.raises(ScenarioError, match=match) as info:
+        with pytest.raises(InputError, match=match) as info:
             parse_kill_trace(bad)
         assert ":1" in info.value.format()

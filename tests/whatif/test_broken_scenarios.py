@@ -71,8 +71,8 @@ def field_of(section: str, key: str) -> str:
 
 def load(path: Path):
     """What the simulator does with a file: validate it, then resolve it."""
-    from testbed.scenario import load_scenario
     from testbed.resolve import resolve
+    from testbed.scenario import load_scenario
     return resolve(load_scenario(path))
 
 

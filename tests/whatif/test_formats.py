@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from testbed.ckpt_formats import FORMATS, checkpoint_file_bytes, write_read_s
 from testbed.oracle.state import state_bytes
 from testbed.scenario import load_scenario
-from testbed.ckpt_formats import FORMATS, checkpoint_file_bytes, write_read_s
 from testbed.systems import load_system
 from tests.whatif.conftest import REPO
 
