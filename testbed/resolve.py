@@ -182,9 +182,12 @@ def oracle_comparison(sc: Scenario) -> OracleComparison | None:
     batch = par.global_batch if par else DEFAULT_COMPARISON_BATCH
     max_gpus = par.gpus if par else system.node.gpus_per_node
     with at(sc, "model"):
+        # every strategy's best configuration, however far behind the fastest: the
+        # comparison shows what each costs (the sweep's efficiency floor is for ranking)
         result = sweep(model, system, [batch], max_gpus=max_gpus,
                        group_size=par.group_size if par else None,
-                       precision=sc.model.precision, optimizer=sc.model.optimizer)
+                       precision=sc.model.precision, optimizer=sc.model.optimizer,
+                       min_efficiency=0.0)
     chosen = None
     if par is not None:
         with at(sc, "parallelism"):

@@ -178,6 +178,7 @@ def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precisi
               as_json) -> None:
     """Every feasible strategy × powers of two of GPUs, ranked, with the bottleneck."""
     positive(max_gpus, "--max-gpus")
+    positive(top, "--top")
     batches = batches or (256, 1024, 4096)
     for b in batches:
         positive(b, "--global-batch")
