@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from real_runs.env import capture_environment, child_env, python_cmd
@@ -42,7 +43,7 @@ from testbed.calibration.design import (
     SupervisedPart,
 )
 from testbed.files import write_json
-from testbed.measurements import Record, write_records
+from testbed.measurements import Environment, Record, write_records
 
 FIT_FILE = "fit.jsonl"
 HOLDOUT_FILE = "holdout.jsonl"
@@ -109,6 +110,7 @@ def run_steps(points: tuple[StepPoint, ...], design: Design, out: Collected,
 def run_collectives(part: CollectivePart, out: Collected, progress: Progress) -> None:
     sizes = tuple(sorted(set(part.fit_sizes) | set(part.holdout_sizes)))
     progress(f"collectives: {part.backend} × {part.processes}, {len(sizes)} sizes")
+    env: Environment | dict
     if part.backend == "gloo":
         from real_runs.collbench import run_local
         rows = run_local(part.processes, sizes, part.repeats, rounds=part.rounds)
@@ -188,14 +190,13 @@ def run_design(design: Design, folder: Path, progress: Progress = lambda _: None
     folder.mkdir(parents=True, exist_ok=True)
     out = Collected()
     started, t0 = utc_now(), time.perf_counter()
-    _timed(out, "steps", lambda: run_steps(design.steps, design, out, progress))
-    for part in design.collectives:
-        _timed(out, f"collectives {part.backend}", lambda p=part: run_collectives(p, out, progress))
-    for part in design.checkpoints:
-        _timed(out, f"checkpoints {part.framework}",
-               lambda p=part: run_checkpoints(p, out, progress))
-    for i, part in enumerate(design.supervised):
-        _timed(out, f"supervised {i + 1}", lambda p=part, i=i: run_supervised(p, i, out, progress))
+    _timed(out, "steps", partial(run_steps, design.steps, design, out, progress))
+    for coll in design.collectives:
+        _timed(out, f"collectives {coll.backend}", partial(run_collectives, coll, out, progress))
+    for ck in design.checkpoints:
+        _timed(out, f"checkpoints {ck.framework}", partial(run_checkpoints, ck, out, progress))
+    for i, sup in enumerate(design.supervised):
+        _timed(out, f"supervised {i + 1}", partial(run_supervised, sup, i, out, progress))
     fit_path, holdout_path = folder / FIT_FILE, folder / HOLDOUT_FILE
     write_records(fit_path, out.fit)
     write_records(holdout_path, out.holdout)

@@ -28,6 +28,9 @@ from real_runs.harness import (
     streams,
 )
 
+#: Models up to this width put their parameters in the result (to compare replicas).
+SMALL_WIDTH = 16
+
 
 def train(cfg: RunConfig, comm=None) -> dict:
     from real_runs.backends.chainer_backend import build_model, import_chainer, model_arrays
@@ -71,7 +74,8 @@ def train(cfg: RunConfig, comm=None) -> dict:
     arrays = sorted(model_arrays(model).items())
     return {"rank": rank, "world_size": world, "steps": cfg.steps, "losses": losses,
             "params_sha256": params_sha256(arrays),
-            "params": {k: v.tolist() for k, v in arrays} if cfg.width <= 16 else None,
+            "params": ({k: v.tolist() for k, v in arrays}
+                       if cfg.width is not None and cfg.width <= SMALL_WIDTH else None),
             "wall_time_s": time.perf_counter() - t_start, "allreduce_s": comm_s}
 
 
@@ -94,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         comm = MPI.COMM_WORLD
     result = train(cfg, comm)
     results = comm.gather(result, root=0) if comm is not None else [result]
-    if result["rank"] == 0:
+    if result["rank"] == 0 and results is not None:     # the root gathered every rank's
         summary = {"ranks": results,
                    "replicas_identical": len({r["params_sha256"] for r in results}) == 1}
         text = json.dumps(summary)

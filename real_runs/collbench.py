@@ -20,12 +20,16 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import timedelta
+
+from real_runs.distributed import init_process_group
 
 #: 4 B … 4 MiB in steps of ×4: the latency-bound and the bandwidth-bound regimes.
 DEFAULT_SIZES = tuple(4 * 4**k for k in range(11))
 OPS = ("allreduce", "allgather")
+#: Repetitions of each (operation, size) run first and not counted (connection set-up).
 WARMUP = 3
+#: How long a rank waits for the others to join the group.
+GROUP_TIMEOUT_S = 120.0
 
 
 #: Fewest repetitions of one (operation, size), however large the message.
@@ -43,12 +47,7 @@ def bench_rank(rank: int, world: int, init_method: str, backend: str, sizes: tup
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group(backend, rank=rank, world_size=world, init_method=init_method,
-                            timeout=timedelta(seconds=120))
-    device = torch.device("cpu")
-    if backend == "nccl":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
-        torch.cuda.set_device(device)
+    device = init_process_group(backend, rank, world, init_method, timeout_s=GROUP_TIMEOUT_S)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     samples: dict[tuple[str, int], list[float]] = {}
     # whole sweeps in rounds: a burst of load on a shared machine spoils one round of
@@ -134,11 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rank, world = args.rank, args.world
         init = f"tcp://127.0.0.1:{args.master_port}"
-    rows = bench_rank(rank, world, init, args.backend, sizes, args.repeats, OPS,
-                      max(args.rounds, 1))
-    if rows is None:
+    ranked = bench_rank(rank, world, init, args.backend, sizes, args.repeats, OPS,
+                        max(args.rounds, 1))
+    if ranked is None:          # not rank 0: rank 0 reports
         return 0
-    return _report(rows, args.out, args.nodes)
+    return _report(ranked, args.out, args.nodes)
 
 
 def _report(rows: list[dict], out: str | None, nodes: int = 1) -> int:

@@ -28,11 +28,13 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from real_runs.distributed import init_process_group
 from real_runs.env import child_env, python_cmd
 from real_runs.harness import (
     DataIterator,
@@ -51,7 +53,10 @@ from real_runs.harness import (
 from real_runs.store import CheckpointStore
 
 FRAMEWORK = "torch-ddp"
+#: How long a paused rank sleeps (the supervisor kills it meanwhile).
 PAUSE_S = 60.0
+#: How long a rank waits for the others to join the group.
+GROUP_TIMEOUT_S = 60.0
 
 
 def _emit(record: dict[str, Any]) -> None:
@@ -59,21 +64,35 @@ def _emit(record: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backend: str,
-             init_method: str | None, pause_after_step: int | None,
-             wrapper: str = "allreduce") -> dict[str, Any]:
-    """One rank of the data-parallel job; returns its result record."""
+@dataclass
+class _Rank:
+    """One rank's training state: what a step and a group checkpoint read and write."""
+
+    rank: int
+    world: int
+    cfg: RunConfig
+    wrapper: str
+    device: Any
+    model: Any
+    forward: Any            # the model, or its DistributedDataParallel wrapper
+    optimizer: Any
+    scheduler: Any
+    x_all: np.ndarray
+    y_all: np.ndarray
+    iterator: DataIterator
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+
+
+def _build_rank(rank: int, world: int, cfg: RunConfig, backend: str, init_method: str | None,
+                wrapper: str) -> _Rank:
+    """Join the process group and build the model, optimizer, schedule and data (the
+    same on every rank, then a per-rank dropout stream)."""
     import torch
-    import torch.distributed as dist
 
     from real_runs.backends.torch_backend import build_model, setup_determinism
 
-    dist.init_process_group(backend, rank=rank, world_size=world, init_method=init_method,
-                            timeout=timedelta(seconds=60))
-    device = torch.device("cpu")
-    if backend == "nccl":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
-        torch.cuda.set_device(device)
+    device = init_process_group(backend, rank, world, init_method, timeout_s=GROUP_TIMEOUT_S)
     seed_process_globals(cfg.seed + rank)
     setup_determinism(framework_seed(cfg.seed))
     model = build_model(cfg.model, cfg.width, cfg.dropout, depth=cfg.depth,
@@ -89,106 +108,148 @@ def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backen
     optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_every,
                                                 gamma=cfg.lr_gamma)
-    loss_fn = torch.nn.CrossEntropyLoss()
     x_all, y_all = make_dataset(cfg.seed, dataset_samples(cfg.batch_size, world), cfg.shape)
     iterator = DataIterator(len(x_all), cfg.batch_size * world, streams(cfg.seed)["shuffle"])
+    return _Rank(rank, world, cfg, wrapper, device, model, forward, optimizer, scheduler,
+                 x_all, y_all, iterator)
+
+
+def _restore(r: _Rank, store: CheckpointStore) -> None:
+    """Resume from the newest valid group checkpoint, if any (each rank its own RNGs)."""
+    import torch
+    import torch.distributed as dist
+
+    if r.rank == 0:
+        store.check_usable()
+        store.clean_partial()
+    dist.barrier()
+
+    def on_corrupt(entry, reason):
+        if r.rank == 0:
+            _emit({"event": "corruption_detected", "step": entry.step, "reason": reason})
+
+    entry = store.latest_valid(on_corrupt)
+    if entry is None:
+        return
+    payload = torch.load(entry.path / "model.pt", weights_only=True, map_location=r.device)
+    r.model.load_state_dict(payload["model"])
+    r.optimizer.load_state_dict(payload["optimizer"])
+    r.scheduler.load_state_dict(payload["scheduler"])
+    mine = torch.load(entry.path / f"rank{r.rank}.pt", weights_only=True)
+    torch.set_rng_state(mine["cpu_rng"])
+    if r.device.type == "cuda" and "cuda_rng" in mine:
+        torch.cuda.set_rng_state(mine["cuda_rng"], r.device)
+    with open(entry.path / f"rank{r.rank}.json", encoding="utf-8") as stream:
+        state = json.load(stream)
+    restore_python(state["python_random"])
+    restore_numpy_global(state["numpy_global"])
+    r.iterator.restore(state["data"])
+    r.step, r.losses = int(state["step"]), [float(v) for v in state["losses"]]
+    if r.rank == 0:
+        _emit({"event": "load", "step": r.step, "duration_s": 0.0})
+
+
+def _checkpoint(r: _Rank, store: CheckpointStore) -> None:
+    """One group checkpoint: rank 0 the model, every rank its RNGs and data position;
+    rank 0 commits after a barrier."""
+    import torch
+    import torch.distributed as dist
+
+    step = r.step
+    if r.rank == 0:
+        _emit({"event": "checkpoint_begin", "step": step})
+        store.begin(step, tag="group")
+    dist.barrier()
+    tmp = store.root / f".tmp-step-{step:08d}-group"
+    if r.rank == 0:
+        torch.save({"model": r.model.state_dict(), "optimizer": r.optimizer.state_dict(),
+                    "scheduler": r.scheduler.state_dict()}, tmp / "model.pt")
+    rng = {"cpu_rng": torch.get_rng_state()}
+    if r.device.type == "cuda":
+        rng["cuda_rng"] = torch.cuda.get_rng_state(r.device)
+    torch.save(rng, tmp / f"rank{r.rank}.pt")
+    with open(tmp / f"rank{r.rank}.json", "w", encoding="utf-8") as stream:
+        json.dump({"step": step, "losses": r.losses, "python_random": python_state(),
+                   "numpy_global": numpy_global_state(), "data": r.iterator.state()}, stream)
+    dist.barrier()
+    if r.rank == 0:
+        entry = store.commit(tmp, step, meta={"world_size": r.world, "seed": r.cfg.seed})
+        _emit({"event": "checkpoint_commit", "step": step,
+               "bytes": store.bytes_on_disk(entry), "duration_s": 0.0})
+    dist.barrier()
+
+
+def _average_gradients(model: Any, world: int) -> float:
+    """What DDP does, in one bucket: flatten, all-reduce (sum), average, unflatten; the
+    seconds of the all-reduce."""
+    import torch
+    import torch.distributed as dist
+
+    grads = [p.grad for p in model.parameters()]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    t_comm = time.perf_counter()
+    dist.all_reduce(flat)
+    comm_s = time.perf_counter() - t_comm
+    flat /= world
+    offset = 0
+    for g in grads:
+        g.copy_(flat[offset:offset + g.numel()].view_as(g))
+        offset += g.numel()
+    return comm_s
+
+
+def _train_step(r: _Rank, loss_fn: Any) -> float:
+    """One data-parallel step on this rank's share of the global batch; the seconds of
+    the gradient all-reduce (0 under DDP, which overlaps it with backward)."""
+    import torch
+    import torch.distributed as dist
+
+    idx = r.iterator.next_indices()[r.rank::r.world]
+    xb = torch.from_numpy(r.x_all[idx]).to(r.device)
+    yb = torch.from_numpy(r.y_all[idx]).to(r.device)
+    loss = loss_fn(r.forward(xb), yb)
+    r.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    comm_s = _average_gradients(r.model, r.world) if r.wrapper != "ddp" else 0.0
+    r.optimizer.step()
+    r.scheduler.step()
+    mean_loss = loss.detach().clone()
+    dist.all_reduce(mean_loss)
+    r.step += 1
+    r.losses.append(float(mean_loss) / r.world)
+    return comm_s
+
+
+def run_rank(rank: int, world: int, cfg: RunConfig, ckpt_dir: str | None, backend: str,
+             init_method: str | None, pause_after_step: int | None,
+             wrapper: str = "allreduce") -> dict[str, Any]:
+    """One rank of the data-parallel job; returns its result record."""
+    import torch
+    import torch.distributed as dist
+
+    r = _build_rank(rank, world, cfg, backend, init_method, wrapper)
+    loss_fn = torch.nn.CrossEntropyLoss()
     store = CheckpointStore(ckpt_dir, FRAMEWORK, cfg.model, keep=cfg.keep) if ckpt_dir else None
-    step, losses = 0, []
-
     if store is not None:
-        if rank == 0:
-            store.check_usable()
-            store.clean_partial()
-        dist.barrier()
-
-        def on_corrupt(entry, reason):
-            if rank == 0:
-                _emit({"event": "corruption_detected", "step": entry.step, "reason": reason})
-
-        entry = store.latest_valid(on_corrupt)
-        if entry is not None:
-            payload = torch.load(entry.path / "model.pt", weights_only=True, map_location=device)
-            model.load_state_dict(payload["model"])
-            optimizer.load_state_dict(payload["optimizer"])
-            scheduler.load_state_dict(payload["scheduler"])
-            mine = torch.load(entry.path / f"rank{rank}.pt", weights_only=True)
-            torch.set_rng_state(mine["cpu_rng"])
-            if device.type == "cuda" and "cuda_rng" in mine:
-                torch.cuda.set_rng_state(mine["cuda_rng"], device)
-            with open(entry.path / f"rank{rank}.json", encoding="utf-8") as stream:
-                state = json.load(stream)
-            restore_python(state["python_random"])
-            restore_numpy_global(state["numpy_global"])
-            iterator.restore(state["data"])
-            step, losses = int(state["step"]), [float(v) for v in state["losses"]]
-            if rank == 0:
-                _emit({"event": "load", "step": step, "duration_s": 0.0})
-
-    def checkpoint() -> None:
-        if rank == 0:
-            _emit({"event": "checkpoint_begin", "step": step})
-            store.begin(step, tag="group")
-        dist.barrier()
-        tmp = store.root / f".tmp-step-{step:08d}-group"
-        if rank == 0:
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict()}, tmp / "model.pt")
-        rng = {"cpu_rng": torch.get_rng_state()}
-        if device.type == "cuda":
-            rng["cuda_rng"] = torch.cuda.get_rng_state(device)
-        torch.save(rng, tmp / f"rank{rank}.pt")
-        with open(tmp / f"rank{rank}.json", "w", encoding="utf-8") as stream:
-            json.dump({"step": step, "losses": losses, "python_random": python_state(),
-                       "numpy_global": numpy_global_state(), "data": iterator.state()}, stream)
-        dist.barrier()
-        if rank == 0:
-            entry = store.commit(tmp, step, meta={"world_size": world, "seed": cfg.seed})
-            _emit({"event": "checkpoint_commit", "step": step,
-                   "bytes": store.bytes_on_disk(entry), "duration_s": 0.0})
-        dist.barrier()
-
+        _restore(r, store)
     timings: list[list[float]] = []    # per step: wall seconds, of which all-reduce
-    while step < cfg.steps:
+    while r.step < cfg.steps:
         t_step = time.perf_counter()
-        comm_s = 0.0
-        idx = iterator.next_indices()[rank::world]
-        xb = torch.from_numpy(x_all[idx]).to(device)
-        yb = torch.from_numpy(y_all[idx]).to(device)
-        loss = loss_fn(forward(xb), yb)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if wrapper != "ddp":
-            # what DDP does, in one bucket: flatten, all-reduce (sum), average, unflatten
-            grads = [p.grad for p in model.parameters()]
-            flat = torch.cat([g.reshape(-1) for g in grads])
-            t_comm = time.perf_counter()
-            dist.all_reduce(flat)
-            comm_s = time.perf_counter() - t_comm
-            flat /= world
-            offset = 0
-            for g in grads:
-                g.copy_(flat[offset:offset + g.numel()].view_as(g))
-                offset += g.numel()
-        optimizer.step()
-        scheduler.step()
-        mean_loss = loss.detach().clone()
-        dist.all_reduce(mean_loss)
-        step += 1
-        losses.append(float(mean_loss) / world)
+        comm_s = _train_step(r, loss_fn)
         timings.append([time.perf_counter() - t_step, comm_s])
-        _emit({"event": "step", "step": step, "rank": rank})
-        if pause_after_step and step == pause_after_step:
+        _emit({"event": "step", "step": r.step, "rank": rank})
+        if pause_after_step and r.step == pause_after_step:
             time.sleep(PAUSE_S)
-        if store is not None and cfg.checkpoint_every and step % cfg.checkpoint_every == 0 \
-                and step < cfg.steps:
-            checkpoint()
-    params = [(name, t.detach().cpu().numpy()) for name, t in model.state_dict().items()
+        if store is not None and cfg.checkpoint_every and r.step % cfg.checkpoint_every == 0 \
+                and r.step < cfg.steps:
+            _checkpoint(r, store)
+    params = [(name, t.detach().cpu().numpy()) for name, t in r.model.state_dict().items()
               if t.is_floating_point()]
     dist.barrier()
     dist.destroy_process_group()
-    return {"type": "result", "rank": rank, "step": step, "losses": losses,
+    return {"type": "result", "rank": rank, "step": r.step, "losses": r.losses,
             "params_sha256": params_sha256(params), "timings": timings,
-            "parameters": int(sum(p.numel() for p in model.parameters()))}
+            "parameters": int(sum(p.numel() for p in r.model.parameters()))}
 
 
 def free_port() -> int:
@@ -215,9 +276,13 @@ def _reader(rank: int, stream, out: queue.Queue) -> None:
     out.put((rank, None))
 
 
-def _launch(world: int, cfg: RunConfig, ckpt_dir: str | None, kill: RankKill | None):
+def _launch(world: int, cfg: RunConfig, ckpt_dir: str | None, kill: RankKill | None
+            ) -> tuple[list[subprocess.Popen[str]], queue.Queue[tuple[int, Any]]]:
+    """Start the group's rank processes; their JSON lines arrive as (rank, record),
+    (rank, None) when a rank's output ends."""
     port = free_port()
-    procs, lines = [], queue.Queue()
+    procs: list[subprocess.Popen[str]] = []
+    lines: queue.Queue[tuple[int, Any]] = queue.Queue()
     for rank in range(world):
         args = ["--rank", str(rank), "--world-size", str(world), "--master-port", str(port),
                 "--cfg", json.dumps(cfg.to_dict())]

@@ -1,17 +1,25 @@
-"""Process environment for real runs: child-process settings and environment capture.
+"""Process environment for real runs: child-process settings, the child protocol and
+environment capture.
 
 Children run with one thread per library (OpenMP, MKL, TensorFlow) so that results
 are reproducible and two processes share a 2-core machine without oversubscription.
+A child answers in JSON lines on standard output; bad input is one line on standard
+error with the CLI's prefix and exit status 2, which the parent raises again as an
+:class:`~testbed.errors.InputError` (:func:`child_error`).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import socket
+import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from testbed.measurements import Environment
 
@@ -46,6 +54,47 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 def python_cmd(module: str, *args: str) -> list[str]:
     """Command line that runs ``python -m module args`` with this interpreter."""
     return [sys.executable, "-m", module, *args]
+
+
+#: The CLI's prefix of a bad-input line, and the exit status that goes with it.
+ERROR_PREFIX = "testbed: error: "
+INPUT_ERROR_STATUS = 2
+
+
+def write_json_lines(records: Callable[[], Iterable[dict[str, Any]]]) -> int:
+    """Child side: write each record of ``records()`` as a JSON line; bad input becomes
+    one error line and :data:`INPUT_ERROR_STATUS`. The exit status."""
+    from testbed.errors import InputError
+    try:
+        for record in records():
+            sys.stdout.write(json.dumps(record) + "\n")
+            sys.stdout.flush()
+    except InputError as exc:
+        print(f"{ERROR_PREFIX}{exc.format()}", file=sys.stderr)
+        return INPUT_ERROR_STATUS
+    return 0
+
+
+def child_error(returncode: int, stderr: str, what: str) -> Exception:
+    """Parent side: the error of a child that failed — its bad input again as an
+    :class:`InputError`, anything else as ``RuntimeError("<what> failed: …")``."""
+    from testbed.errors import InputError
+    tail = stderr.strip().splitlines()
+    message = tail[-1] if tail else f"exit status {returncode}"
+    if returncode == INPUT_ERROR_STATUS:
+        return InputError(message.removeprefix(ERROR_PREFIX))
+    return RuntimeError(f"{what} failed: {message}")
+
+
+def run_json_child(module: str, args: list[str], *, timeout_s: float, what: str
+                   ) -> list[dict[str, Any]]:
+    """Run ``python -m module args`` (single-threaded libraries) and return the JSON
+    records it wrote; raises :func:`child_error` when it fails."""
+    proc = subprocess.run(python_cmd(module, *args), capture_output=True, text=True,
+                          env=child_env(), timeout=timeout_s)
+    if proc.returncode != 0:
+        raise child_error(proc.returncode, proc.stderr, what)
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
 def _version(dists: tuple[str, ...]) -> str:

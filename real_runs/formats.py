@@ -20,10 +20,8 @@ overhead is what the format adds on top. Run as ``python -m real_runs.formats``.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from real_runs.env import capture_environment, child_env, python_cmd
+from real_runs.env import capture_environment, run_json_child, write_json_lines
 from real_runs.harness import RunConfig, Trainer, make_backend
 from testbed.oracle.state import state_bytes
 
@@ -67,6 +65,8 @@ def _harness_format(trainer) -> tuple[Callable, Callable, bool, bool]:
 
     def load(d: Path):
         entry = CheckpointStore(d, cfg.framework, cfg.model, keep=1).latest_valid()
+        if entry is None:
+            raise RuntimeError(f"no intact harness checkpoint in {d}")
         trainer.restore(entry.path)
 
     return save, load, True, False
@@ -225,21 +225,13 @@ def run_bench_subprocess(framework: str, model: str, widths: int | list[int], re
     """Run :func:`bench` in a single-threaded child process and return its report
     (a list of reports, one per width, when ``widths`` is a list)."""
     many = isinstance(widths, list)
-    width_list = widths if many else [widths]
+    width_list = widths if isinstance(widths, list) else [widths]
     args = ["--framework", framework, "--model", model,
             "--widths", ",".join(str(w) for w in width_list), "--repeats", str(repeats)]
     if formats:
         args += ["--formats", ",".join(formats)]
-    proc = subprocess.run(python_cmd("real_runs.formats", *args), capture_output=True, text=True,
-                          env=child_env(), timeout=timeout_s)
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        message = lines[-1] if lines else f"exit status {proc.returncode}"
-        if proc.returncode == 2:
-            from testbed.errors import InputError
-            raise InputError(message.removeprefix("testbed: error: "))
-        raise RuntimeError(f"checkpoint bench failed: {message}")
-    reports = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    reports = run_json_child("real_runs.formats", args, timeout_s=timeout_s,
+                             what="checkpoint bench")
     return reports if many else reports[0]
 
 
@@ -253,17 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", default="")
     parser.add_argument("--depth", type=int, default=None)
     args = parser.parse_args(argv)
-    from testbed.errors import InputError
-    try:
-        for width in [int(w) for w in args.widths.split(",") if w]:
-            report = bench(args.framework, args.model, width, args.repeats,
-                           [f for f in args.formats.split(",") if f] or None, args.depth)
-            sys.stdout.write(json.dumps(report) + "\n")
-            sys.stdout.flush()
-    except InputError as exc:
-        print(f"testbed: error: {exc.format()}", file=sys.stderr)
-        return 2
-    return 0
+    formats = [f for f in args.formats.split(",") if f] or None
+    return write_json_lines(lambda: (bench(args.framework, args.model, int(w), args.repeats,
+                                           formats, args.depth)
+                                     for w in args.widths.split(",") if w))
 
 
 if __name__ == "__main__":

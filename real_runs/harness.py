@@ -91,7 +91,7 @@ class RunConfig:
     keep: int = 3
     depth: int | None = None   # layers / stages / blocks (None: the model's default)
     input_shape: tuple[int, ...] | None = None   # C x H x W (None: the model's default)
-    precision: str = "fp32"
+    precision: str = "fp32"    # one of PRECISIONS (checked in validated(): requests are JSON)
     device: str = "cpu"        # "cuda": PyTorch on the first visible GPU
 
     def validated(self) -> RunConfig:
@@ -181,6 +181,9 @@ class Backend(Protocol):
 
     def peak_memory_bytes(self) -> int:
         """Peak memory of the process (device memory on GPUs)."""
+
+    def parameter_count(self) -> int:
+        """Trainable parameters of the model."""
 
 
 def make_backend(framework: str) -> Backend:

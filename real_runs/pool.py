@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from typing import Any
+from typing import IO, Any
 
 from real_runs.env import child_env, python_cmd
 from testbed.errors import TestbedError
@@ -38,7 +38,13 @@ class WorkerServer:
         self.pid = self.proc.pid
         self.used = 0
 
+    @property
+    def _stdin(self) -> IO[str]:
+        assert self.proc.stdin is not None     # opened with stdin=PIPE
+        return self.proc.stdin
+
     def _read_record(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None    # opened with stdout=PIPE
         line = self.proc.stdout.readline()
         if not line:
             code = self.proc.wait()
@@ -47,8 +53,8 @@ class WorkerServer:
 
     def request(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request and return its result record (events are skipped)."""
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
+        self._stdin.write(json.dumps(request) + "\n")
+        self._stdin.flush()
         self.used += 1
         while True:
             rec = self._read_record()
@@ -60,7 +66,7 @@ class WorkerServer:
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.close()
+                self._stdin.close()
                 self.proc.wait(timeout=30)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()

@@ -83,7 +83,8 @@ def train_predict(framework: Framework, spec: NetSpec, weights: list[np.ndarray]
     return backend(spec, weights, x_train, y_train, x_test, batches, seed)
 
 
-def _torch(spec, weights, x_train, y_train, x_test, batches, seed):
+def _torch(spec: NetSpec, weights: list[np.ndarray], x_train: np.ndarray, y_train: np.ndarray,
+           x_test: np.ndarray, batches: list[np.ndarray], seed: int) -> np.ndarray:
     import torch
     from torch import nn
 

@@ -17,7 +17,7 @@ and sample standard deviation over seeds, and the no-skill forecast of the data 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -34,16 +34,27 @@ from testbed.errors import InputError
 from testbed.precision import Precision, apply_precision, fit_scale, parse_precision
 from testbed.precision.quantize import Rounding
 
+
 #: Network and training per data set: the best validation accuracy within
 #: ``precision_tune.MAX_STEPS`` optimiser steps, on a validation split cut from the
 #: training rows (``python -m real_runs.precision_tune NAME``), never the test split.
+@dataclass(frozen=True)
+class Training:
+    """Hidden widths and training of a study's network."""
+
+    hidden: tuple[int, ...]
+    epochs: int
+    batch_size: int
+    learning_rate: float
+
+
 NETS = {
-    "hurricanes": dict(hidden=(16,), epochs=80, batch_size=32, learning_rate=3e-3),
-    "digits": dict(hidden=(64, 64), epochs=40, batch_size=32, learning_rate=3e-3),
+    "hurricanes": Training(hidden=(16,), epochs=80, batch_size=32, learning_rate=3e-3),
+    "digits": Training(hidden=(64, 64), epochs=40, batch_size=32, learning_rate=3e-3),
 }
 #: Any other CSV: the digits network, trained for about :data:`CSV_STEPS` steps
-#: (:data:`CSV_EPOCHS` bounds the epochs).
-CSV_NET = dict(hidden=(64, 64), batch_size=32, learning_rate=1e-3)
+#: (:data:`CSV_EPOCHS` bounds the epochs; ``epochs`` here is replaced).
+CSV_NET = Training(hidden=(64, 64), epochs=0, batch_size=32, learning_rate=1e-3)
 CSV_STEPS, CSV_EPOCHS = 2000, (10, 200)
 #: Smallest spread used to standardise a feature (a constant feature is left at zero).
 MIN_SPREAD = 1e-12
@@ -132,12 +143,14 @@ def net_spec(data: StudyData) -> NetSpec:
     """The network of a data set (:data:`NETS`, else :data:`CSV_NET`)."""
     params = NETS.get(data.name)
     if params is None:
-        batches = -(-len(data.y_train) // CSV_NET["batch_size"])
+        batches = -(-len(data.y_train) // CSV_NET.batch_size)
         epochs = int(np.clip(-(-CSV_STEPS // batches), *CSV_EPOCHS))
-        params = dict(CSV_NET, epochs=epochs)
+        params = replace(CSV_NET, epochs=epochs)
     classify = data.task == "classification"
-    return NetSpec(inputs=len(data.features), outputs=data.classes if classify else 1,
-                   task="classification" if classify else "regression", **params)
+    return NetSpec(inputs=len(data.features), hidden=params.hidden,
+                   outputs=data.classes if classify else 1,
+                   task="classification" if classify else "regression", epochs=params.epochs,
+                   batch_size=params.batch_size, learning_rate=params.learning_rate)
 
 
 def score(data: StudyData, predicted_values: np.ndarray) -> Score:
@@ -192,6 +205,7 @@ def standardise(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.nda
 def train_and_score(data: StudyData, spec: NetSpec, x_train: np.ndarray, x_test: np.ndarray,
                     *, seed: int, framework: Framework) -> Score:
     """Train one network on stored, standardised inputs and score it on the test set."""
+    y: np.ndarray
     if data.task == "classification":
         y = data.y_train.astype(np.int64)
         centre, spread = 0.0, 1.0
@@ -224,10 +238,12 @@ def summarise(precision: Precision, report, scores: Sequence[Score],
     acc_change = acc_change_sd = mae_change = None
     if acc is not None:
         acc_change, acc_change_sd = _mean_std(
-            [100.0 * (s.accuracy - b.accuracy) for s, b in zip(scores, base_scores, strict=True)])
+            [100.0 * (s.accuracy - b.accuracy) for s, b in zip(scores, base_scores, strict=True)
+             if s.accuracy is not None and b.accuracy is not None])   # all set for a classifier
     if mae is not None:
         mae_change, _ = _mean_std([s.mae - b.mae for s, b in zip(scores, base_scores,
-                                                                 strict=True)])
+                                                                 strict=True)
+                                   if s.mae is not None and b.mae is not None])
     return PrecisionResult(
         precision=precision.name, kind=precision.kind,
         bits_per_value=precision.bits_per_value, bytes_per_value=precision.bytes_per_value,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import sys
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from real_runs.precision_study import standardise, train_and_score
 MAX_STEPS = 2000
 #: Share of the training rows held out (at the end) for validation.
 VALIDATION_FRACTION = 0.2
-GRID = {"hidden": [(16,), (32,), (32, 32), (64, 64)], "epochs": [20, 40, 80, 160],
+GRID: dict[str, list[Any]] = {"hidden": [(16,), (32,), (32, 32), (64, 64)], "epochs": [20, 40, 80, 160],
         "learning_rate": [1e-3, 3e-3], "batch_size": [32]}
 SEEDS = (0, 1, 2, 3, 4)
 
@@ -41,6 +42,13 @@ def validation_split(data: StudyData) -> StudyData:
                    no_skill=no_skill)
 
 
+def _mean(values: list[float | None]) -> float:
+    """The mean of the values a score has (nan when it has none: accuracy of a
+    regression, MAE of a classifier)."""
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if present else float("nan")
+
+
 def main(name: str) -> None:
     full = load_dataset(name)
     data = validation_split(full)
@@ -54,8 +62,8 @@ def main(name: str) -> None:
         steps = params["epochs"] * -(-len(full.y_train) // params["batch_size"])
         scores = [train_and_score(data, spec, x_train, x_val, seed=s, framework="torch")
                   for s in SEEDS]
-        acc = np.mean([s.accuracy for s in scores])
-        mae = np.mean([s.mae for s in scores]) if scores[0].mae is not None else float("nan")
+        acc = _mean([s.accuracy for s in scores])
+        mae = _mean([s.mae for s in scores])
         within = "" if steps <= MAX_STEPS else "  (over MAX_STEPS)"
         print(f"{params}  steps {steps}  accuracy {acc:.4f}  mae {mae:.4f}{within}", flush=True)
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 from dataclasses import replace
 from typing import Any
 
-from real_runs.env import child_env, python_cmd
+from real_runs.env import run_json_child
 from real_runs.harness import RunConfig
 from testbed.errors import InputError
 
@@ -30,15 +29,9 @@ DP_WARMUP = 2
 def _stepbench(cfg: RunConfig, warmup: int, layer_steps: int, timeout_s: float) -> dict:
     args = ["--configs", json.dumps([cfg.to_dict()]), "--warmup", str(warmup), "--steps",
             str(cfg.steps), "--budget-s", "1e9", "--layer-steps", str(layer_steps)]
-    proc = subprocess.run(python_cmd("real_runs.stepbench", *args), capture_output=True,
-                          text=True, env=child_env(), timeout=timeout_s)
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        tail = proc.stderr.strip().splitlines()
-        message = tail[-1] if tail else f"exit status {proc.returncode}"
-        if proc.returncode == 2:
-            raise InputError(message.removeprefix("testbed: error: "))
-        raise RuntimeError(f"profile run failed: {message}")
+    lines = run_json_child("real_runs.stepbench", args, timeout_s=timeout_s, what="profile run")
+    if not lines:
+        raise RuntimeError("profile run failed: it wrote no result")
     return lines[0]
 
 

@@ -107,22 +107,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layer-steps", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args(argv)
-    from real_runs.env import capture_environment
-    from testbed.errors import InputError
-    try:
-        results = time_configs(json.loads(args.configs), args.warmup, args.steps,
-                               args.budget_s, max(args.rounds, 1), args.layer_steps)
+    from real_runs.env import capture_environment, write_json_lines
+
+    def results() -> list[dict[str, Any]]:
+        out = time_configs(json.loads(args.configs), args.warmup, args.steps, args.budget_s,
+                           max(args.rounds, 1), args.layer_steps)
         env = None
-        for result in results:
+        for result in out:
             if env is None:   # after the builds: the framework is loaded
                 env = capture_environment(result["cfg"]["framework"]).to_dict()
             result["env"] = env
-            sys.stdout.write(json.dumps(result) + "\n")
-        sys.stdout.flush()
-    except InputError as exc:
-        print(f"testbed: error: {exc.format()}", file=sys.stderr)
-        return 2
-    return 0
+        return out
+
+    return write_json_lines(results)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from real_runs.env import child_env, python_cmd
+from real_runs.env import ERROR_PREFIX, INPUT_ERROR_STATUS, child_env, python_cmd
 from real_runs.faults import KillSpec, damage_checkpoint
 from real_runs.harness import RunConfig
 from real_runs.store import CheckpointStore
@@ -63,12 +63,12 @@ class Timeline:
         # trains (another run's checkpoint, say) leaves the folder exactly as it was
         if self.sink is not None and event != ev.JOB_START:
             for pending in self.records[self.written:]:
-                self._append(pending)
+                self._append(self.sink, pending)
             self.written = len(self.records)
 
-    def _append(self, record: dict[str, Any]) -> None:
+    def _append(self, sink: Path, record: dict[str, Any]) -> None:
         try:
-            with open(self.sink, "a", encoding="utf-8") as stream:
+            with open(sink, "a", encoding="utf-8") as stream:
                 ev.write_events([record], stream)
                 stream.flush()
                 os.fsync(stream.fileno())
@@ -276,10 +276,10 @@ def _should_fire(cur: _Incarnation, run: _Run, now: float) -> bool:
     return spec.at_s is not None and now - cur.inc.started >= spec.at_s
 
 
-def _kill(run: _Run, cur: _Incarnation) -> None:
+def _kill(run: _Run, cur: _Incarnation, spec: KillSpec) -> None:
     cur.inc.proc.send_signal(signal.SIGKILL)
     cur.inc.proc.wait()
-    tl, spec = run.timeline, cur.spec
+    tl = run.timeline
     run.kills += 1
     if cur.writing is not None:
         run.aborts += 1
@@ -313,8 +313,8 @@ def _watch(run: _Run, cur: _Incarnation, deadline: float) -> bool:
             return False
         if isinstance(rec, dict):
             _on_record(run, cur, rec)
-        if _should_fire(cur, run, now):
-            _kill(run, cur)
+        if cur.spec is not None and _should_fire(cur, run, now):
+            _kill(run, cur, cur.spec)
             return True
 
 
@@ -352,7 +352,7 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
             _stop_on_interrupt(run, cur)
             raise
         if killed:
-            if spec.damage:
+            if spec is not None and spec.damage:
                 newest = store.committed()
                 if newest:
                     run.damages.append(damage_checkpoint(newest[-1].path, spec.damage,
@@ -363,7 +363,15 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
             cur.inc.stderr_path.unlink(missing_ok=True)
             continue
         _finish_incarnation(run, cur)
+    return _summary(cfg, run, plan, wall0, verify=verify, timeline_path=timeline_path)
+
+
+def _summary(cfg: RunConfig, run: _Run, plan: list[KillSpec], wall0: float, *, verify: bool,
+             timeline_path: Path | None) -> dict[str, Any]:
+    """The summary record of a finished supervised run (compared with an uninterrupted
+    reference run when ``verify``)."""
     result = run.result
+    assert result is not None           # supervise() loops until the run has a result
     run.timeline.add(ev.JOB_END, step=result["step"])
     summary: dict[str, Any] = {
         "framework": cfg.framework, "model": cfg.model, "seed": cfg.seed, "steps": cfg.steps,
@@ -406,8 +414,8 @@ def _finish_incarnation(run: _Run, cur: _Incarnation) -> None:
     if code != 0 or run.result is None:
         message = _stderr_tail(cur.inc)
         cur.inc.stderr_path.unlink(missing_ok=True)
-        if code == 2:
-            raise InputError(message.removeprefix("testbed: error: "))
+        if code == INPUT_ERROR_STATUS:
+            raise InputError(message.removeprefix(ERROR_PREFIX))
         raise WorkerFailed(f"worker exited with status {code}: {message}")
     cur.inc.stderr_path.unlink(missing_ok=True)
     if cur.range_start is not None and cur.step is not None:

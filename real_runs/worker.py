@@ -27,10 +27,16 @@ import os
 import sys
 import time
 import warnings
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
 from testbed.errors import InputError
 
+if TYPE_CHECKING:      # imported lazily at run time (this process starts light)
+    from real_runs.harness import Trainer
+    from real_runs.store import CheckpointStore
+
+#: How long a paused worker sleeps (the supervisor kills it meanwhile).
 PAUSE_S = 60.0
 #: Wall-clock time this process reached its own code (interpreter start and the imports
 #: above behind it): the supervisor subtracts its spawn time to get the process start.
@@ -45,7 +51,42 @@ def _protocol_stream() -> TextIO:
     return proto
 
 
-def run_request(request: dict[str, Any], emit) -> dict[str, Any]:
+Emit = Callable[[dict[str, Any]], None]
+
+
+def _pausing(emit: Emit, pause_after: int | None) -> Emit:
+    """``emit``, holding still after step ``pause_after`` (fault injection: the
+    supervisor's SIGKILL lands exactly there, not a few steps later past a checkpoint)."""
+    if not pause_after:
+        return emit
+
+    def paused(record: dict[str, Any]) -> None:
+        emit(record)
+        if record.get("event") == "step" and record["step"] == pause_after:
+            time.sleep(PAUSE_S)
+
+    return paused
+
+
+def _resume(trainer: Trainer, store: CheckpointStore, omit: frozenset[str], emit: Emit) -> int:
+    """Remove partial checkpoints and restore the newest valid one; the step loaded
+    (0: none)."""
+    for name in store.clean_partial():
+        emit({"event": "partial_removed", "name": name})
+
+    def on_corrupt(entry, reason):
+        emit({"event": "corruption_detected", "step": entry.step, "reason": reason})
+
+    entry = store.latest_valid(on_corrupt)
+    if entry is None:
+        return 0
+    t0 = time.perf_counter()
+    trainer.restore(entry.path, omit)
+    emit({"event": "load", "step": trainer.step, "duration_s": time.perf_counter() - t0})
+    return trainer.step
+
+
+def run_request(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     """Run one training request; returns the result record."""
     from real_runs.env import capture_environment
     from real_runs.harness import OMITTABLE, RunConfig, Trainer, import_framework, make_backend
@@ -63,17 +104,7 @@ def run_request(request: dict[str, Any], emit) -> dict[str, Any]:
         store = CheckpointStore(request["ckpt_dir"], cfg.framework, cfg.model, keep=cfg.keep,
                                 write_delay_s=float(request.get("write_delay_s", 0.0)))
         store.check_usable()
-    pause_after = request.get("pause_after_step")
-    if pause_after:
-        # Fault injection: hold still after this step so the supervisor's SIGKILL lands
-        # exactly there (and not a few steps later, past a checkpoint).
-        inner = emit
-
-        def emit(record: dict[str, Any]) -> None:
-            inner(record)
-            if record.get("event") == "step" and record["step"] == pause_after:
-                time.sleep(PAUSE_S)
-
+    emit = _pausing(emit, request.get("pause_after_step"))
     started = time.perf_counter()
     import_s = import_framework(cfg.framework)
     trainer = Trainer(cfg, make_backend(cfg.framework), emit=emit)
@@ -81,18 +112,7 @@ def run_request(request: dict[str, Any], emit) -> dict[str, Any]:
           "started_wall": STARTED_WALL})
     loaded_step = 0
     if store is not None and request.get("resume", True):
-        for name in store.clean_partial():
-            emit({"event": "partial_removed", "name": name})
-
-        def on_corrupt(entry, reason):
-            emit({"event": "corruption_detected", "step": entry.step, "reason": reason})
-
-        entry = store.latest_valid(on_corrupt)
-        if entry is not None:
-            t0 = time.perf_counter()
-            trainer.restore(entry.path, omit)
-            loaded_step = trainer.step
-            emit({"event": "load", "step": loaded_step, "duration_s": time.perf_counter() - t0})
+        loaded_step = _resume(trainer, store, omit, emit)
     trainer.train_until(until, store)
     if store is not None and request.get("save_final"):
         trainer.checkpoint(store)

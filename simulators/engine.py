@@ -24,8 +24,9 @@ import math
 
 import simpy
 
+from simulators.books import JobBooks
 from testbed import events as ev
-from testbed.outcomes import OpsCounts, RepResult, close_books
+from testbed.outcomes import RepResult
 from testbed.resilience import ops as cops
 from testbed.resilience.ops import ClusterOps
 from testbed.resilience.spec import SimSpec
@@ -33,49 +34,23 @@ from testbed.resilience.spec import SimSpec
 INF = math.inf
 
 
-def ops_counts(ops: ClusterOps, times: dict[str, float], planned: int,
-               depleted: bool) -> OpsCounts:
-    """The replication's :class:`OpsCounts` from the cluster's counters and the job's
-    booked hold times (shared by both engines)."""
-    c = ops.counts
-    return OpsCounts(
-        **{k: c[k] for k in ("failures_hardware", "failures_job_induced", "failures_idle",
-                             "failures_systematic", "failures_burst", "missed_diagnoses",
-                             "misdiagnoses", "repairs_automatic", "repairs_manual",
-                             "repairs_successful", "repairs_failed", "bad_nodes_cured",
-                             "retirements", "preemptions", "host_selections", "swaps",
-                             "stalls")},
-        planned_stops=planned, stall_s=times[cops.STALL], swap_s=times[cops.SWAP],
-        host_selection_s=times[cops.HOST_SELECTION], preemption_s=times[cops.PREEMPTION],
-        maintenance_s=times[cops.MAINTENANCE], depleted=depleted)
-
-
-class Job:
+class Job(JobBooks):
     """The training job process (see the module docstring)."""
 
     def __init__(self, env: simpy.Environment, spec: SimSpec, ops: ClusterOps,
                  log: list[dict] | None) -> None:
-        self.env, self.spec, self.plan, self.ops, self.log = env, spec, spec.plan, ops, log
-        self.causes = spec.failures.causes
-        self.lose_work = spec.failures.lose_work
-        self.windows = spec.windows
-        self.stop_ckpt_s = self.plan.stop_ckpt_s if self.lose_work else 0.0
-        self.c, self.off, self.floor = 0, 0.0, (0, 0.0)
+        super().__init__(spec, ops)
+        self.env, self.log = env, log
         self.step = 0
-        self.ckpt_s = self.restart_s = self.wait_s = 0.0
-        self.commits = self.planned = 0
-        self.by_cause = [0] * len(self.causes)
-        self.times = dict.fromkeys(cops.RESTART_KINDS | cops.WAIT_KINDS, 0.0)
         self.gen = 0
         self.arm_id = 0
-        self.persisting = None
+        self.persisting: simpy.Process | None = None
         self.pending: tuple[int, float] | None = None     # in-flight persist (index, cost)
         self.where: tuple[str, int] = ("compute", 1)
         self.cur_start = 0.0
         self.cur_first = 0.0
-        self.depleted = False
         self.events = 0
-        self.proc = None
+        self.proc: simpy.Process | None = None      # set by run_simpy before it runs
 
     def _log(self, event: str, **fields) -> None:
         if self.log is not None:
@@ -114,7 +89,7 @@ class Job:
         now = self.env.now
         f = self.ops.next_failure_s()
         stop, end = (self.windows.next_stop_s(now, self.stop_ckpt_s) if self.windows
-                     else (INF, None))
+                     else (INF, INF))
         if f <= stop and f < INF:
             self.env.process(self._watch(self.env.timeout(f - now), self.arm_id, ("fail",)))
         elif stop < INF:
@@ -123,8 +98,9 @@ class Job:
 
     def _watch(self, timeout, arm_id: int, what: tuple):
         yield timeout
-        if arm_id == self.arm_id and self.proc.is_alive:
-            self.proc.interrupt(what)
+        proc = self.proc
+        if arm_id == self.arm_id and proc is not None and proc.is_alive:
+            proc.interrupt(what)
 
     # ----------------------------------------------------------------- running
     def _compute(self, j: int, first_off: float):
@@ -196,12 +172,7 @@ class Job:
 
     def _step_at(self, idx: int) -> int:
         """Training steps committed by checkpoint ``idx`` (stepped mode; else 0)."""
-        plan = self.plan
-        if plan.step_s is None:
-            return 0
-        if idx >= plan.n_segments:
-            return (plan.n_segments - 1) * plan.interval_steps + plan.last_steps
-        return idx * plan.interval_steps
+        return self.plan.steps_at(idx) if self.plan.step_s is not None else 0
 
     def _done_in_segment(self) -> float:
         """Compute seconds of the current segment done at an interruption."""
@@ -224,24 +195,6 @@ class Job:
             self.off = self._done_in_segment() if self.where[0] != "done" else self.off
         self.pending = None
 
-    def _rollback(self, survives) -> None:
-        if not self.lose_work:
-            return
-        plan = self.plan
-        top_ok = survives is None or plan.top_level in survives
-        cand = (plan.rollback(self.c, survives), 0.0)
-        if top_ok and self.floor > cand:
-            cand = self.floor
-        self.c, self.off = cand
-
-    def _book(self, kind: str, spent_s: float) -> None:
-        if kind in cops.RESTART_KINDS:
-            self.restart_s += spent_s
-        elif kind in cops.WAIT_KINDS:
-            self.wait_s += spent_s
-        if kind in self.times:
-            self.times[kind] += spent_s
-
     def _hold_plain(self, kind: str, phase: int, until: float):
         """A hold outside any failure handling (the initial maintenance wait)."""
         self.ops.set_phase(self.env.now, phase)
@@ -250,11 +203,11 @@ class Job:
         f = self.ops.next_failure_s()
         if f <= until:
             yield self._timeout(f - self.env.now)
-            self._book(kind, self.env.now - start)
+            self.book(kind, self.env.now - start)
             yield from self._on_failure(self.env.now)
             return
         yield self._timeout(until - self.env.now)
-        self._book(kind, self.env.now - start)
+        self.book(kind, self.env.now - start)
         self.ops.set_phase(self.env.now, cops.RUNNING)
 
     def _drive(self, holds, on_done=None):
@@ -275,10 +228,10 @@ class Job:
             f = self.ops.next_failure_s()
             if f <= h.until_s:
                 yield self._timeout(f - self.env.now)
-                self._book(h.kind, self.env.now - start)
+                self.book(h.kind, self.env.now - start)
                 return self.env.now
             yield self._timeout(h.until_s - self.env.now)
-            self._book(h.kind, self.env.now - start)
+            self.book(h.kind, self.env.now - start)
             if on_done is not None:
                 on_done(h.kind)
             try:
@@ -300,7 +253,7 @@ class Job:
             else:
                 detect = requeue = 0.0
                 self._log(ev.FAILURE, cause="failure", node=info.node, repair_s=0.0)
-            self._rollback(survives)
+            self.rollback(survives)
             self._log(ev.RESTART_BEGIN, checkpoint=self.c)
             holds = self.ops.recovery(t, detect, requeue, self.plan.load_of(self.c),
                                       self.windows, self.stop_ckpt_s)
@@ -346,11 +299,7 @@ class Job:
         yield from self._on_failure(res)
 
     def _commit_stop(self, done: float) -> None:
-        if self.plan.checkpoints or not self.lose_work:
-            self.off = done
-            self.floor = (self.c, self.off)
-            self.planned += 1
-            self.ckpt_s += self.stop_ckpt_s
+        if self.commit_stop(done):
             self._log(ev.CHECKPOINT_COMMIT, checkpoint=self.c, level="planned",
                       offset_s=self.off)
 
@@ -374,9 +323,4 @@ def run_simpy(spec: SimSpec, seed: int, rep: int, log: list[dict] | None = None
         # the cluster logs its own events (repairs ending, idle nodes failing) when it
         # processes them, at their times: a stable sort puts the log in time order
         log.sort(key=lambda rec: rec["t_s"])
-    useful = spec.plan.work_s if not job.depleted else min(
-        spec.plan.work_s, spec.plan.work_at(job.c) + job.off)
-    result = close_books(env.now, useful, job.ckpt_s, job.restart_s, job.wait_s,
-                         ops.counts["failures"], job.commits, job.by_cause,
-                         ops_counts(ops, job.times, job.planned, job.depleted))
-    return result, job.events + ops.counts["failures"]
+    return job.result(env.now), job.events + ops.counts["failures"]

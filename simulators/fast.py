@@ -50,6 +50,7 @@ def run_fast(spec: SimSpec, seed: int, rep: int) -> RepResult:
     return run_general(spec, seed, rep)
 
 
+# long on purpose: state in locals, holds inlined (a loop over them: 1.53 → 1.67 µs/failure)
 def run_simple(spec: SimSpec, seed: int, rep: int) -> RepResult:  # noqa: C901 - one hot loop
     """The inlined loop (see the module docstring)."""
     plan, fm, life = spec.plan, spec.failures, spec.lifecycle
@@ -70,7 +71,7 @@ def run_simple(spec: SimSpec, seed: int, rep: int) -> RepResult:  # noqa: C901 -
     load_at = plan.load_of(1) if len(plan.levels) <= 1 else None
     n_nodes = spec.nodes
     finite = life.spares is not None
-    idle = life.spares if finite else 0
+    idle = life.spares if life.spares is not None else 0
     returns: list[float] = []
     # streams, in the order ClusterOps draws them
     dist = fm.interarrival
@@ -78,7 +79,7 @@ def run_simple(spec: SimSpec, seed: int, rep: int) -> RepResult:  # noqa: C901 -
     g_cause = stream(seed, rep, "causes")
     gbuf: list[float] = []
     cbuf: list[float] = []
-    if lane == "none":
+    if lane == "none" or dist is None:       # the same here: is_simple() refuses traces
         key = INF
     elif lane == "job" and fm.start == "stationary" and dist.kind != "exponential":
         key = float(dist.equilibrium(stream(seed, rep, "lifecycle"), 1)[0])
@@ -151,6 +152,7 @@ def run_simple(spec: SimSpec, seed: int, rep: int) -> RepResult:  # noqa: C901 -
                 heappop(returns)
                 idle += 1
             if not gbuf:
+                assert dist is not None          # a failure struck, so the job has a clock
                 gbuf = dist.draw(g_fail, BLOCK).tolist()[::-1]
             key += gbuf.pop()
             if multi:

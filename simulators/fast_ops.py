@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 
-from simulators.engine import ops_counts
+from simulators.books import JobBooks
 from simulators.jobmath import run_until, state_at
-from testbed.outcomes import RepResult, close_books
+from testbed.outcomes import RepResult
 from testbed.resilience import ops as cops
 from testbed.resilience.ops import ClusterOps
 from testbed.resilience.spec import SimSpec
@@ -22,30 +22,12 @@ from testbed.resilience.spec import SimSpec
 INF = math.inf
 
 
-class _Job:
+class _Job(JobBooks):
     """The job's books in the general loop (the same quantities as the SimPy job's)."""
 
     def __init__(self, spec: SimSpec, ops: ClusterOps) -> None:
-        self.spec, self.plan, self.ops = spec, spec.plan, ops
-        self.causes = spec.failures.causes
-        self.lose_work = spec.failures.lose_work
-        self.windows = spec.windows
-        self.stop_ckpt_s = self.plan.stop_ckpt_s if self.lose_work else 0.0
-        self.c, self.off, self.floor = 0, 0.0, (0, 0.0)
-        self.ckpt_s = self.restart_s = self.wait_s = 0.0
-        self.commits = self.planned = 0
-        self.by_cause = [0] * len(self.causes)
-        self.times = dict.fromkeys(cops.RESTART_KINDS | cops.WAIT_KINDS, 0.0)
-        self.depleted = False
+        super().__init__(spec, ops)
         self.end_t = 0.0
-
-    def book(self, kind: str, spent_s: float) -> None:
-        if kind in cops.RESTART_KINDS:
-            self.restart_s += spent_s
-        elif kind in cops.WAIT_KINDS:
-            self.wait_s += spent_s
-        if kind in self.times:
-            self.times[kind] += spent_s
 
     def drive(self, holds, t: float, on_done=None) -> tuple[str | None, float]:
         """(None, end) when the holds are over, ('fail', time) when a failure cuts one
@@ -71,16 +53,6 @@ class _Job:
             except StopIteration:
                 return None, t
 
-    def rollback(self, survives) -> None:
-        if not self.lose_work:
-            return
-        plan = self.plan
-        top_ok = survives is None or plan.top_level in survives
-        cand = (plan.rollback(self.c, survives), 0.0)
-        if top_ok and self.floor > cand:
-            cand = self.floor
-        self.c, self.off = cand
-
     def on_failure(self, t: float) -> float | None:
         """Failures and the restart after them; the time the job runs again (None:
         depleted)."""
@@ -105,13 +77,6 @@ class _Job:
                 return None
         ops.set_phase(t, cops.RUNNING)
         return t
-
-    def commit_stop(self, done: float) -> None:
-        if self.plan.checkpoints or not self.lose_work:
-            self.off = done
-            self.floor = (self.c, self.off)
-            self.planned += 1
-            self.ckpt_s += self.stop_ckpt_s
 
     def on_stop(self, t: float, end: float, done: float) -> float | None:
         """A planned stop at ``t`` (state already cut): checkpoint, window."""
@@ -152,7 +117,7 @@ def run_general(spec: SimSpec, seed: int, rep: int) -> RepResult:
             t = job.hold_plain(cops.MAINTENANCE, cops.WAITING, end)
     while t is not None:
         f = ops.next_failure_s()
-        stop, end = windows.next_stop_s(t, job.stop_ckpt_s) if windows else (INF, None)
+        stop, end = windows.next_stop_s(t, job.stop_ckpt_s) if windows else (INF, INF)
         horizon = f if f <= stop else stop
         adv = run_until(plan, t, job.c, job.off, horizon)
         if adv.done:
@@ -179,8 +144,4 @@ def run_general(spec: SimSpec, seed: int, rep: int) -> RepResult:
     if t is None:       # depleted: the run ends where the cluster gave out
         t = job.end_t
     ops.finish(t)
-    useful = plan.work_s if not job.depleted else min(plan.work_s,
-                                                      plan.work_at(job.c) + job.off)
-    return close_books(t, useful, job.ckpt_s, job.restart_s, job.wait_s,
-                       ops.counts["failures"], job.commits, job.by_cause,
-                       ops_counts(ops, job.times, job.planned, job.depleted))
+    return job.result(t)

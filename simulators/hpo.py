@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from testbed.hpo.controller import Controller, Start
 from testbed.hpo.plan import HpoPlan
+from testbed.hpo.spec import Injection
 from testbed.hpo.streams import KeyedUniforms, generator
 from testbed.hpo.timing import Attempt
 from testbed.hpo.trace import HpoSummary, summarise, trace_text
@@ -79,7 +80,7 @@ class _Injections:
     """Explicit trial failures, each fired once."""
 
     def __init__(self, plan: HpoPlan) -> None:
-        self.by_trial: dict[int, list[tuple[int, object]]] = {}
+        self.by_trial: dict[int, list[tuple[int, Injection]]] = {}
         for i, inj in enumerate(plan.spec.inject_failures):
             if inj.trial is not None:
                 self.by_trial.setdefault(inj.trial, []).append((i, inj))
@@ -97,9 +98,10 @@ class _Injections:
                     continue
                 tau = att.offset_at_progress(inj.at_epoch)
             else:
-                if (inj.attempt or 0) != start.attempt or inj.at > att.duration_s:
+                at_s = inj.at        # a trial injection has at_epoch or at (the schema says)
+                if (inj.attempt or 0) != start.attempt or at_s is None or at_s > att.duration_s:
                     continue
-                tau = inj.at
+                tau = at_s
             if best is None or tau < best[0]:
                 best = (tau, i)
         return best
@@ -155,7 +157,7 @@ class _Sim:
             att = Attempt(t.cost, s.a, s.b, t.top, self.every,
                           self.overrides.get((s.trial, s.attempt)))
             s.extra = att
-            fail = None
+            fail: tuple[float, str, int | None] | None = None
             inj = self.inject.first(s, att)
             if inj is not None:
                 fail = (inj[0], "injected", inj[1])

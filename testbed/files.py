@@ -65,7 +65,7 @@ def check_writable_target(path: str | Path, *, field: str | None = None) -> Path
     return target
 
 
-def atomic_write(path: str | Path, write: Callable[[IO[Any]], None], *, binary: bool = False,
+def atomic_write(path: str | Path, write: Callable[[IO[Any]], object], *, binary: bool = False,
                  field: str | None = None) -> Path:
     """Write ``path`` through ``write(handle)`` atomically (see the module docstring)."""
     target = Path(path)
@@ -81,8 +81,9 @@ def atomic_write(path: str | Path, write: Callable[[IO[Any]], None], *, binary: 
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else
-                                                       {"encoding": "utf-8", "newline": ""})) as fh:
+        fh: IO[Any] = (os.fdopen(fd, "wb") if binary
+                       else os.fdopen(fd, "w", encoding="utf-8", newline=""))
+        with fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())

@@ -157,7 +157,7 @@ class YamlDocument:
 class _SafeNoDuplicates(yaml.SafeLoader):
     """The safe loader, refusing a key that appears twice in one mapping."""
 
-    def construct_mapping(self, node, deep=False):  # noqa: D102 - PyYAML hook
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:  # noqa: D102 - PyYAML hook
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, int] = {}
             for key_node, _ in node.value:

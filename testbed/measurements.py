@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
@@ -328,7 +328,8 @@ def parse_record(data: Any, *, source: str, line: int | None = None) -> Record:
         raise ScenarioError("must be a finite number (not inf or nan)", source=source,
                             line=line, field=bad)
     try:
-        return _ADAPTERS[kind].validate_python(data)
+        # the adapter of ``kind`` returns an instance of _BY_KIND[kind], a Record member
+        return cast(Record, _ADAPTERS[kind].validate_python(data))
     except ValidationError as exc:
         err = error_from(exc, _BY_KIND[kind], source=source)
         raise ScenarioError(err.message, source=source, line=line, field=err.field) from None

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from testbed.errors import Infeasible, InputError, RunawayError
 from testbed.oracle import Estimate, Request, estimate, resolve_model
+from testbed.oracle.request import DEFAULT_SCHEDULE
 from testbed.oracle.sweep import SweepResult, sweep
 from testbed.resilience.causes import CauseRow, ResolvedCause, load_cause_table, resolve_causes
 from testbed.resilience.ckpt_cost import checkpoint_cost, pfs_transfer_s
@@ -51,7 +52,7 @@ from testbed.resilience.spec import (
     closed_form_wall_s,
     policy_interval_s,
 )
-from testbed.scenario import Scenario
+from testbed.scenario import Failures, Scenario, Workload
 from testbed.schema import line_for
 from testbed.systems import SystemProfile, default_restart_s, load_system
 from testbed.units import parse_shape
@@ -102,6 +103,11 @@ def scenario_system(sc: Scenario) -> SystemProfile | None:
     """The scenario's system profile (None when it names none)."""
     if sc.system is None:
         return None
+    return _named_system(sc)
+
+
+def _named_system(sc: Scenario) -> SystemProfile:
+    """The profile of the scenario's ``system:`` (which the caller knows is given)."""
     with at(sc, "system"):
         return load_system(system_ref(sc))
 
@@ -118,12 +124,13 @@ def _input_shape(sc: Scenario) -> tuple[int, ...] | None:
 
 def oracle_request(sc: Scenario, *, field: str = "workload.steps") -> Request:
     """The oracle request for the scenario's model, parallelism and system."""
-    missing = [k for k in ("system", "model", "parallelism") if getattr(sc, k) is None]
-    if missing:
+    p, m = sc.parallelism, sc.model
+    if sc.system is None or m is None or p is None:
+        missing = [k for k in ("system", "model", "parallelism") if getattr(sc, k) is None]
         raise sc.error(f"needs {', '.join(missing)} to ask the oracle (or give step_time)",
                        field)
-    system = scenario_system(sc)
-    p, m = sc.parallelism, sc.model
+    system = _named_system(sc)
+    w = sc.workload
     with at(sc, "model"):
         model = resolve_model(m.name, _input_shape(sc))
         return Request(model=model, system=system, strategy=p.strategy, gpus=p.gpus,
@@ -132,9 +139,9 @@ def oracle_request(sc: Scenario, *, field: str = "workload.steps") -> Request:
                        micro_batches=p.micro_batches,
                        checkpoint_writers=sc.checkpoint.writers,
                        checkpoint_tier=sc.checkpoint.tier,
-                       **({"schedule": p.schedule} if p.schedule else {}),
-                       **({"input_precision": sc.workload.input_precision}
-                          if sc.workload is not None and sc.workload.input_precision else {}))
+                       schedule=p.schedule or DEFAULT_SCHEDULE,
+                       input_precision=w.input_precision if w is not None and w.input_precision
+                       else None)
 
 
 def oracle_estimate(sc: Scenario, *, field: str = "workload.steps") -> Estimate:
@@ -175,7 +182,7 @@ def oracle_comparison(sc: Scenario) -> OracleComparison | None:
     a model and a system)."""
     if sc.model is None or sc.system is None:
         return None
-    system = scenario_system(sc)
+    system = _named_system(sc)
     with at(sc, "model"):
         model = resolve_model(sc.model.name, _input_shape(sc))
     par = sc.parallelism
@@ -271,8 +278,7 @@ def _checkpoint_costs(sc: Scenario, nodes: int, state: int | None,
     return cost, load, None
 
 
-def _cause_rows(sc: Scenario, costs: dict[str, dict]) -> list[CauseRow]:
-    f = sc.failures
+def _cause_rows(sc: Scenario, f: Failures, costs: dict[str, dict]) -> list[CauseRow]:
     if isinstance(f.causes, str):
         with at(sc, "failures.causes"):
             return load_cause_table(f.causes, base_dir=scenario_dir(sc), source=sc.source)
@@ -284,38 +290,37 @@ def _cause_rows(sc: Scenario, costs: dict[str, dict]) -> list[CauseRow]:
     return [CauseRow("failure", "failure", 1.0)]
 
 
-def _causes(sc: Scenario, trace_names: list[str] | None) -> tuple[ResolvedCause, ...]:
-    f = sc.failures
+def _causes(sc: Scenario, f: Failures, trace_names: list[str] | None
+            ) -> tuple[ResolvedCause, ...]:
     costs = {k: v.model_dump() for k, v in f.category_costs.items()}
-    rows = _cause_rows(sc, costs)
+    rows = _cause_rows(sc, f, costs)
     if trace_names:
         known = {r.name for r in rows}
         rows += [CauseRow(n, n, 1e-12) for n in trace_names if n not in known]
     return resolve_causes(rows, costs, repair_s=sc.cluster.repair, detect_s=f.detect,
-                          restart_s=_default_restart_s(sc))
+                          restart_s=_default_restart_s(sc, f))
 
 
-def _default_restart_s(sc: Scenario) -> float:
+def _default_restart_s(sc: Scenario, f: Failures) -> float:
     """The requeue/restart time of a failure: the scenario's ``failures.restart`` when it
     gives one, else the restart a calibrated profile measured (process start, framework
     import, model build; :func:`testbed.systems.default_restart_s`), else 0."""
-    f = sc.failures
     if "restart" in f.model_fields_set or sc.system is None:
         return f.restart
-    measured = default_restart_s(scenario_system(sc))
+    measured = default_restart_s(_named_system(sc))
     return measured if measured is not None else f.restart
 
 
-def _trace(sc: Scenario, nodes: int):
+def _trace(sc: Scenario, f: Failures, nodes: int
+           ) -> tuple[tuple[TraceFailure, ...] | None, tuple[ResolvedCause, ...]]:
     """(trace failures, causes) of a scenario that replays a trace, else (None, causes)."""
-    f = sc.failures
     if f.trace is None:
-        return None, _causes(sc, None)
+        return None, _causes(sc, f, None)
     from testbed.traces import load_trace
     with at(sc, "failures.trace"):
         rows = load_trace(relative_path(sc, f.trace), field="failures.trace",
                           referrer=sc.source)
-    causes = _causes(sc, sorted({r.cause for r in rows}))
+    causes = _causes(sc, f, sorted({r.cause for r in rows}))
     index = {c.name: i for i, c in enumerate(causes)}
     trace = tuple(TraceFailure(r.t_s, r.node % nodes, index[r.cause],
                                r.repair_s if r.repair_s is not None
@@ -329,7 +334,7 @@ def failure_model(sc: Scenario, nodes: int) -> FailureModel:
     f = sc.failures
     if f is None:
         return FailureModel(nodes=nodes, causes=())
-    trace, causes = _trace(sc, nodes)
+    trace, causes = _trace(sc, f, nodes)
     inter = None
     per_node = False
     if trace is None:
@@ -338,6 +343,7 @@ def failure_model(sc: Scenario, nodes: int) -> FailureModel:
         if f.distribution == "lognormal" and f.sigma is None:
             raise sc.error("lognormal needs 'sigma'", "failures.sigma")
         mean = f.mtbf if f.mtbf is not None else f.node_mtbf
+        assert mean is not None     # without a trace the schema needs mtbf or node_mtbf
         per_node = f.node_mtbf is not None
         inter = Interarrival(f.distribution, mean, shape=f.shape or 1.0, sigma=f.sigma or 1.0)
     b, m = f.bursts, f.maintenance
@@ -437,15 +443,16 @@ def lifecycle(sc: Scenario, nodes: int) -> Lifecycle:
 
 def _windows(sc: Scenario, plan: JobPlan) -> Windows | None:
     """Planned maintenance windows, refused where a job could never finish between them."""
-    m = sc.failures.maintenance if sc.failures else None
-    if m is None:
+    f = sc.failures
+    m = f.maintenance if f else None
+    if f is None or m is None:
         return None
-    stop = plan.stop_ckpt_s if sc.failures.lose_work else 0.0
+    stop = plan.stop_ckpt_s if f.lose_work else 0.0
     if stop + m.duration >= m.every:
         raise sc.error(f"a planned stop (checkpoint {stop:g} s + window {m.duration:g} s) "
                        f"must be shorter than the maintenance period ({m.every:g} s), or the "
                        "job never runs", "failures.maintenance.duration")
-    if not plan.checkpoints and sc.failures.lose_work and plan.work_s > m.every - m.duration:
+    if not plan.checkpoints and f.lose_work and plan.work_s > m.every - m.duration:
         raise sc.error(f"without checkpoints a planned stop loses the job's progress, and "
                        f"{plan.work_s:g} s of work cannot fit between maintenance windows "
                        f"({m.every - m.duration:g} s apart): choose a checkpoint policy",
@@ -460,21 +467,23 @@ def _target(sc: Scenario) -> TargetCI | None:
     return TargetCI(t.figure, t.relative_half_width, t.min, t.max)
 
 
-def _work(sc: Scenario) -> tuple[float, float | None, int | None, Estimate | None]:
+def _work(sc: Scenario, w: Workload
+          ) -> tuple[float, float | None, int | None, Estimate | None]:
     """(work seconds, step seconds, steps, oracle estimate if asked)."""
-    w = sc.workload
     if w.steps is None:
+        assert w.compute_time is not None   # the schema needs compute_time or steps
         return w.compute_time, None, None, None
     if w.step_time is not None:
         return w.steps * w.step_time, w.step_time, w.steps, None
     est = oracle_estimate(sc)
-    return w.steps * est.time_per_iteration_s, est.time_per_iteration_s, w.steps, est
+    return w.steps * est.iteration_s, est.iteration_s, w.steps, est
 
 
 def _levels(sc: Scenario, cost: float, load: float) -> tuple[CkptLevel, ...]:
     ck = sc.checkpoint
     if ck.policy == "multilevel":
-        return tuple(CkptLevel(lv.name, lv.cost, lv.restart, lv.every) for lv in ck.levels)
+        return tuple(CkptLevel(lv.name, lv.cost, lv.restart, lv.every)
+                     for lv in ck.levels or ())      # the schema needs levels here
     if ck.policy == "none":
         return ()
     return (CkptLevel("checkpoint", cost, load, 1),)
@@ -517,7 +526,7 @@ def _resolve(sc: Scenario) -> SimSpec:
         raise sc.error("a simulation needs a 'workload' (compute_time or steps)", "workload")
     system = scenario_system(sc)
     nodes = _nodes(sc, system)
-    work_s, step_s, steps, est = _work(sc)
+    work_s, step_s, steps, est = _work(sc, sc.workload)
     state = sc.checkpoint.state
     if state is None and sc.model is not None and sc.parallelism is not None and \
             sc.system is not None and (sc.checkpoint.cost is None or sc.checkpoint.restart is None):

@@ -13,68 +13,56 @@ line where the YAML loader can tell, and the key path (``failures.mtbf``).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from testbed.errors import InputError, ScenarioError
 from testbed.hpo.spec import HpoSpec
 from testbed.inputs import load_yaml
-from testbed.resilience.spec import DEFAULT_MAX_FAILURES, DEFAULT_MAX_SIMULATED_S
-from testbed.schema import Strict, line_for, validate
-from testbed.units import did_you_mean, parse_bandwidth_Bps, parse_duration_s, parse_size_bytes
+from testbed.oracle.request import ScheduleName, StrategyName
+from testbed.oracle.state import PrecisionName
+from testbed.resilience.ckpt_cost import CkptTier, Writers
+from testbed.resilience.distributions import DRAWN_KINDS, FAMILIES, DrawnKind, Family
+from testbed.resilience.exposure import EXPOSURES, STARTS, ClockStart, Exposure
+from testbed.resilience.lifecycle import COMBINE, ESCALATE, Combine, Escalate
+from testbed.resilience.spec import (
+    DEFAULT_MAX_FAILURES,
+    DEFAULT_MAX_SIMULATED_S,
+    ENGINES,
+    POLICIES,
+    TARGET_FIGURES,
+    DalyOrder,
+    Engine,
+    Policy,
+    TargetFigure,
+)
+from testbed.schema import (
+    Bandwidth,
+    Duration,
+    PositiveDuration,
+    Size,
+    Strict,
+    line_for,
+    one_of,
+    validate,
+)
+from testbed.units import did_you_mean
 
-
-def _duration(value: Any) -> float:
-    try:
-        return parse_duration_s(value)
-    except ScenarioError:
-        raise
-    except Exception as exc:  # InputError from units: re-raised by pydantic as a value error
-        raise ValueError(getattr(exc, "message", str(exc))) from None
-
-
-def _positive_duration(value: Any) -> float:
-    seconds = _duration(value)
-    if seconds <= 0:
-        raise ValueError(f"must be a duration > 0, got {value!r}")
-    return seconds
-
-
-def _size(value: Any) -> int:
-    try:
-        return parse_size_bytes(value)
-    except Exception as exc:
-        raise ValueError(getattr(exc, "message", str(exc))) from None
-
-
-def _bandwidth(value: Any) -> float:
-    try:
-        bw = parse_bandwidth_Bps(value)
-    except Exception as exc:
-        raise ValueError(getattr(exc, "message", str(exc))) from None
-    if not math.isfinite(bw) or bw <= 0:
-        raise ValueError(f"must be a bandwidth > 0, got {value!r}")
-    return bw
-
-
-#: A duration >= 0 in seconds (``'5min'`` → 300.0).
-Duration = Annotated[float, BeforeValidator(_duration)]
-#: A duration > 0 in seconds.
-PositiveDuration = Annotated[float, BeforeValidator(_positive_duration)]
-#: A size in bytes (``'2GiB'``).
-Size = Annotated[int, BeforeValidator(_size)]
-#: A bandwidth in bytes per second (``'12.5GB/s'``).
-Bandwidth = Annotated[float, BeforeValidator(_bandwidth)]
-
-POLICIES = ("none", "fixed", "young", "daly", "multilevel")
-STARTS = ("stationary", "fresh")
-EXPOSURES = ("in_use", "running")
 #: Most replications one scenario may ask for (10⁶ of the fastest job take minutes).
 MAX_REPLICATIONS = 1_000_000
-DISTRIBUTIONS = ("exponential", "weibull", "lognormal")
+
+# the closed sets of names a scenario uses (each a Literal, refused with a did-you-mean)
+PolicyName = Annotated[Policy, one_of(POLICIES, "policy")]
+DistributionName = Annotated[Family, one_of(FAMILIES, "distribution")]
+DrawnKindName = Annotated[DrawnKind, one_of(DRAWN_KINDS, "distribution")]
+StartName = Annotated[ClockStart, one_of(STARTS, "start")]
+ExposureName = Annotated[Exposure, one_of(EXPOSURES, "exposure")]
+EscalateName = Annotated[Escalate, one_of(ESCALATE, "mode")]
+CombineName = Annotated[Combine, one_of(COMBINE, "rule", choose="choose any or all")]
+FigureName = Annotated[TargetFigure, one_of(TARGET_FIGURES, "figure")]
+EngineName = Annotated[Engine, one_of(ENGINES, "engine")]
 
 
 class ModelSpec(Strict):
@@ -82,7 +70,7 @@ class ModelSpec(Strict):
 
     name: str
     input_shape: str | list[int] | None = None
-    precision: str = "fp32"
+    precision: PrecisionName = "fp32"
     optimizer: str = "momentum"
     sequence_length: int | None = Field(default=None, gt=0)
 
@@ -90,12 +78,12 @@ class ModelSpec(Strict):
 class ParallelismSpec(Strict):
     """How it is trained, for the oracle: strategy, GPU count, batch."""
 
-    strategy: str = "data"
+    strategy: StrategyName = "data"
     gpus: int = Field(gt=0)
     global_batch: int = Field(gt=0)
     group_size: int | None = Field(default=None, gt=0)
     micro_batches: int | None = Field(default=None, gt=0)
-    schedule: str | None = None
+    schedule: ScheduleName | None = None
 
 
 class Workload(Strict):
@@ -127,14 +115,11 @@ class Workload(Strict):
         return self
 
 
-DRAWN_KINDS = ("fixed", "exponential", "weibull", "lognormal")
-
-
 class DrawnDuration(Strict):
     """A duration that is fixed (``2h``) or drawn: ``{distribution: exponential, mean: 2h}``
     (``shape`` for weibull, ``sigma`` for lognormal)."""
 
-    distribution: str = "fixed"
+    distribution: DrawnKindName = "fixed"
     mean: Duration
     shape: float | None = Field(default=None, gt=0)
     sigma: float | None = Field(default=None, gt=0)
@@ -146,10 +131,6 @@ class DrawnDuration(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> DrawnDuration:
-        if self.distribution not in DRAWN_KINDS:
-            raise ValueError(f"[distribution] unknown distribution {self.distribution!r}"
-                             f"{did_you_mean(self.distribution, DRAWN_KINDS)}; choose one of "
-                             f"{', '.join(DRAWN_KINDS)}")
         if self.distribution != "fixed" and self.mean <= 0:
             raise ValueError("[mean] a drawn duration needs a mean > 0")
         if self.distribution == "weibull" and self.shape is None:
@@ -182,9 +163,6 @@ class RepairStage(Strict):
     silent_failure: Probability = 0.0
 
 
-ESCALATE = ("always", "on_failure")
-
-
 class Repairs(Strict):
     """The repair pipeline: automatic, then manual with probability ``escalation``
     (``escalate: always`` — whatever the automatic outcome, the AIReSim paper's model;
@@ -193,14 +171,10 @@ class Repairs(Strict):
     automatic: RepairStage
     manual: RepairStage | None = None
     escalation: Probability = 0.0
-    escalate: str = "always"
+    escalate: EscalateName = "always"
 
     @model_validator(mode="after")
     def _consistent(self) -> Repairs:
-        if self.escalate not in ESCALATE:
-            raise ValueError(f"[escalate] unknown mode {self.escalate!r}"
-                             f"{did_you_mean(self.escalate, ESCALATE)}; choose one of "
-                             f"{', '.join(ESCALATE)}")
         if self.escalation > 0 and self.manual is None:
             raise ValueError("[manual] an escalation probability needs a 'manual' stage")
         return self
@@ -242,21 +216,15 @@ class ScoreRetirement(Strict):
     threshold: float | None = 0.0
 
 
-COMBINE = ("any", "all")
-
-
 class Retirement(Strict):
     """Retirement after repair by a failure window, a score, or both (``combine``)."""
 
     window: WindowRetirement | None = None
     score: ScoreRetirement | None = None
-    combine: str = "any"
+    combine: CombineName = "any"
 
     @model_validator(mode="after")
     def _consistent(self) -> Retirement:
-        if self.combine not in COMBINE:
-            raise ValueError(f"[combine] unknown rule {self.combine!r}"
-                             f"{did_you_mean(self.combine, COMBINE)}; choose any or all")
         if self.window is None and self.score is None:
             raise ValueError("[window] give a 'window' or a 'score' rule (or both)")
         return self
@@ -352,7 +320,7 @@ class Failures(Strict):
     ``maintenance`` windows are planned stops.
     """
 
-    distribution: str = "exponential"
+    distribution: DistributionName = "exponential"
     mtbf: PositiveDuration | None = None
     node_mtbf: PositiveDuration | None = None
     shape: float | None = Field(default=None, gt=0)
@@ -365,10 +333,10 @@ class Failures(Strict):
     bursts: Burst | None = None
     maintenance: Maintenance | None = None
     #: stationary: every renewal clock starts in equilibrium; fresh: new at t = 0
-    start: str = "stationary"
+    start: StartName = "stationary"
     #: in_use: job-induced causes only while running, hardware also while restarting;
     #: running: nothing fails unless the job runs (AIReSim)
-    exposure: str = "in_use"
+    exposure: ExposureName = "in_use"
     #: hazard of a node not in use (waiting, standby, idle) relative to one in use
     idle_rate_factor: Probability = 0.0
     #: false: a failure loses no work (AIReSim-compatible; needs checkpoint.policy none)
@@ -376,15 +344,6 @@ class Failures(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Failures:
-        for key, value, allowed in (("start", self.start, STARTS),
-                                    ("exposure", self.exposure, EXPOSURES)):
-            if value not in allowed:
-                raise ValueError(f"[{key}] unknown {key} {value!r}{did_you_mean(value, allowed)}"
-                                 f"; choose one of {', '.join(allowed)}")
-        if self.distribution not in DISTRIBUTIONS:
-            raise ValueError(f"[distribution] unknown distribution {self.distribution!r}"
-                             f"{did_you_mean(self.distribution, DISTRIBUTIONS)}; "
-                             f"choose one of {', '.join(DISTRIBUTIONS)}")
         if self.trace is None and (self.mtbf is None) == (self.node_mtbf is None):
             raise ValueError("[mtbf] give exactly one of 'mtbf' (whole job) or 'node_mtbf' (per node)"
                              ", or a 'trace' to replay")
@@ -451,22 +410,19 @@ class Checkpoint(Strict):
     persist: Duration = 0.0
     restart: Duration | None = None
     state: Size | None = None
-    policy: str = "daly"
+    policy: PolicyName = "daly"
     interval: PositiveDuration | None = None
     every_steps: int | None = Field(default=None, gt=0)
-    daly_order: Literal["first", "higher", "exact"] = "higher"
+    daly_order: DalyOrder = "higher"
     levels: list[Level] | None = None
     #: who writes a replicated state and where (the physics of the derived cost, see
     #: testbed.resilience.ckpt_cost): one writer per shard, every data-parallel rank its
     #: share, or every rank a full copy; parallel file system, node-local disk or burst buffer
-    writers: Literal["single", "dp-shard", "all"] = "single"
-    tier: Literal["pfs", "node-local", "burst-buffer"] = "pfs"
+    writers: Writers = "single"
+    tier: CkptTier = "pfs"
 
     @model_validator(mode="after")
     def _consistent(self) -> Checkpoint:
-        if self.policy not in POLICIES:
-            raise ValueError(f"[policy] unknown policy {self.policy!r}{did_you_mean(self.policy, POLICIES)}"
-                             f"; choose one of {', '.join(POLICIES)}")
         if self.policy == "fixed":
             if (self.interval is None) == (self.every_steps is None):
                 raise ValueError("[interval] policy 'fixed' needs exactly one of 'interval' or 'every_steps'")
@@ -487,24 +443,17 @@ class Checkpoint(Strict):
         return self
 
 
-TARGET_FIGURES = ("ettr", "wall_time", "failures")
-
-
 class TargetCI(Strict):
     """Adaptive replications: run in deterministic batches until the 95% half-width of
     ``figure`` is at most ``relative_half_width`` of its estimate."""
 
-    figure: str = "ettr"
+    figure: FigureName = "ettr"
     relative_half_width: float = Field(gt=0, lt=1)
     min: int = Field(default=30, gt=1, le=MAX_REPLICATIONS)
     max: int = Field(default=10000, gt=1, le=MAX_REPLICATIONS)
 
     @model_validator(mode="after")
     def _consistent(self) -> TargetCI:
-        if self.figure not in TARGET_FIGURES:
-            raise ValueError(f"[figure] unknown figure {self.figure!r}"
-                             f"{did_you_mean(self.figure, TARGET_FIGURES)}; choose one of "
-                             f"{', '.join(TARGET_FIGURES)}")
         if self.max < self.min:
             raise ValueError(f"[max] 'max' ({self.max}) must be at least 'min' ({self.min})")
         return self
@@ -515,7 +464,7 @@ class Simulation(Strict):
 
     replications: int = Field(default=100, gt=0, le=MAX_REPLICATIONS)
     seed: int = Field(default=0, ge=0, lt=2**63)
-    engine: Literal["fast", "simpy"] = "fast"
+    engine: EngineName = "fast"
     #: hard caps of one replication (a runaway job stops with a clear error)
     max_failures: int = Field(default=DEFAULT_MAX_FAILURES, gt=0)
     max_simulated_time: PositiveDuration = DEFAULT_MAX_SIMULATED_S

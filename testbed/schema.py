@@ -11,15 +11,17 @@ keys.
 
 from __future__ import annotations
 
+import math
 import re
 import types
 import typing
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from testbed.errors import ScenarioError
-from testbed.units import did_you_mean
+from testbed.units import did_you_mean, parse_bandwidth_Bps, parse_duration_s, parse_size_bytes
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -28,6 +30,71 @@ class Strict(BaseModel):
     """Base of every input schema: no unknown keys, frozen, finite floats only."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def _unit_value(parse: Callable[[Any], Any], value: Any) -> Any:
+    """``parse(value)`` with its :class:`InputError` (or any failure) as the
+    ``ValueError`` pydantic turns into a validation error."""
+    try:
+        return parse(value)
+    except Exception as exc:  # noqa: BLE001 - InputError from units, or a bad type
+        raise ValueError(getattr(exc, "message", str(exc))) from None
+
+
+def duration_s(value: Any) -> float:
+    """A duration >= 0 in seconds (``'5min'`` → 300.0); ValueError otherwise."""
+    return _unit_value(parse_duration_s, value)
+
+
+def positive_duration_s(value: Any) -> float:
+    """A duration > 0 in seconds; ValueError otherwise."""
+    seconds = duration_s(value)
+    if seconds <= 0:
+        raise ValueError(f"must be a duration > 0, got {value!r}")
+    return seconds
+
+
+def size_bytes(value: Any) -> int:
+    """A size in bytes (``'2GiB'``); ValueError otherwise."""
+    return _unit_value(parse_size_bytes, value)
+
+
+def bandwidth_Bps(value: Any) -> float:
+    """A bandwidth > 0 in bytes per second (``'12.5GB/s'``); ValueError otherwise."""
+    bw = _unit_value(parse_bandwidth_Bps, value)
+    if not math.isfinite(bw) or bw <= 0:
+        raise ValueError(f"must be a bandwidth > 0, got {value!r}")
+    return bw
+
+
+#: A duration >= 0 in seconds (``'5min'`` → 300.0).
+Duration = Annotated[float, BeforeValidator(duration_s)]
+#: A duration > 0 in seconds.
+PositiveDuration = Annotated[float, BeforeValidator(positive_duration_s)]
+#: A size in bytes (``'2GiB'``).
+Size = Annotated[int, BeforeValidator(size_bytes)]
+#: A bandwidth in bytes per second (``'12.5GB/s'``).
+Bandwidth = Annotated[float, BeforeValidator(bandwidth_Bps)]
+
+
+def one_of(names: tuple[str, ...], what: str, *, choose: str | None = None,
+           fold_case: bool = False) -> BeforeValidator:
+    """The validator of a closed set of names, to annotate its ``Literal`` type with:
+    an unknown name is refused as ``unknown <what> 'x' (did you mean 'y'?); choose one
+    of …`` (``choose`` replaces the tail); ``fold_case`` accepts any letter case and
+    passes the name on in lower case. A value that is not a string is left to the
+    ``Literal`` check."""
+    tail = choose if choose is not None else f"choose one of {', '.join(names)}"
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        key = value.lower() if fold_case else value
+        if key not in names:
+            raise ValueError(f"unknown {what} {value!r}{did_you_mean(key, names)}; {tail}")
+        return key
+
+    return BeforeValidator(check)
 
 
 def line_for(lines: dict[str, int], path: str) -> int | None:

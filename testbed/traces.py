@@ -140,18 +140,10 @@ def write_trace(rows: list[TraceRow], path: str | Path, *, field: str | None = N
     write_text(path, format_trace(rows), field=field)
 
 
-def import_fta_event_trace(text: str, *, source: str = "<event_trace>",
-                           platform_id: int | None = None) -> list[TraceRow]:
-    """Failures from a Failure Trace Archive ``event_trace`` table.
-
-    Rows with ``event_type`` 0 (unavailability) become failures at
-    ``event_start_time`` relative to the earliest such start, on the node's index in
-    order of first appearance, lasting ``event_stop_time − event_start_time`` (the
-    repair time); the cause is ``fta:<event_end_reason>``. A header row naming the
-    columns is optional; without one the nine columns above are expected in order.
-    Rows may be tab- or comma-separated.
-    """
-    numbered = list(_lines(text))
+def _fta_table(numbered: list[tuple[int, str]], source: str
+               ) -> tuple[list[tuple[int, str]], str, list[str]]:
+    """(data lines, delimiter, column names) of an ``event_trace`` table: its header
+    row when it has one, else the archive's nine columns in order."""
     if not numbered:
         raise ScenarioError("event_trace is empty", source=source)
     delim = "\t" if "\t" in numbered[0][1] else ","
@@ -165,6 +157,39 @@ def import_fta_event_trace(text: str, *, source: str = "<event_trace>",
     missing = [c for c in need if c not in cols]
     if missing:
         raise ScenarioError(f"event_trace lacks columns {', '.join(missing)}", source=source)
+    return numbered, delim, cols
+
+
+def _fta_event(rec: list[str], ix: dict[str, int], source: str, lineno: int
+               ) -> tuple[int, float, float]:
+    """(event type, start, stop) of one row, refused unless finite and ordered."""
+    try:
+        etype = int(rec[ix["event_type"]])
+        start = float(rec[ix["event_start_time"]])
+        stop = float(rec[ix["event_stop_time"]])
+        if not (math.isfinite(start) and math.isfinite(stop)):
+            raise ValueError
+    except ValueError:
+        raise ScenarioError("event_type, event_start_time and event_stop_time must be "
+                            "finite numbers", source=source, line=lineno) from None
+    if stop < start:
+        raise ScenarioError("event_stop_time must be >= event_start_time", source=source,
+                            line=lineno, field="event_stop_time")
+    return etype, start, stop
+
+
+def import_fta_event_trace(text: str, *, source: str = "<event_trace>",
+                           platform_id: int | None = None) -> list[TraceRow]:
+    """Failures from a Failure Trace Archive ``event_trace`` table.
+
+    Rows with ``event_type`` 0 (unavailability) become failures at
+    ``event_start_time`` relative to the earliest such start, on the node's index in
+    order of first appearance, lasting ``event_stop_time − event_start_time`` (the
+    repair time); the cause is ``fta:<event_end_reason>``. A header row naming the
+    columns is optional; without one the nine columns above are expected in order.
+    Rows may be tab- or comma-separated.
+    """
+    numbered, delim, cols = _fta_table(list(_lines(text)), source)
     ix = {c: cols.index(c) for c in cols}
     raw = []
     for lineno, line in numbered:
@@ -175,18 +200,7 @@ def import_fta_event_trace(text: str, *, source: str = "<event_trace>",
         if platform_id is not None and "platform_id" in ix and \
                 rec[ix["platform_id"]] != str(platform_id):
             continue
-        try:
-            etype = int(rec[ix["event_type"]])
-            start = float(rec[ix["event_start_time"]])
-            stop = float(rec[ix["event_stop_time"]])
-            if not (math.isfinite(start) and math.isfinite(stop)):
-                raise ValueError
-        except ValueError:
-            raise ScenarioError("event_type, event_start_time and event_stop_time must be "
-                                "finite numbers", source=source, line=lineno) from None
-        if stop < start:
-            raise ScenarioError("event_stop_time must be >= event_start_time", source=source,
-                                line=lineno, field="event_stop_time")
+        etype, start, stop = _fta_event(rec, ix, source, lineno)
         if etype != 0:
             continue
         reason = rec[ix["event_end_reason"]] if "event_end_reason" in ix and \

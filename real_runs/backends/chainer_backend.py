@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ MODEL_FILE = "chainer_model.npz"
 OPTIMIZER_FILE = "chainer_optimizer.npz"
 
 
-def import_chainer():
+def import_chainer() -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import chainer
@@ -56,7 +57,7 @@ def build_from_ir(model_ir, dropout: float):
     chainer = import_chainer()
     functions, links = chainer.functions, chainer.links
 
-    class IRChain(chainer.Chain):
+    class IRChain(chainer.Chain):  # type: ignore[name-defined]  # base from the lazily imported framework
         def __init__(self) -> None:
             super().__init__()
             self.plan = []

@@ -13,6 +13,7 @@ measures it. ``quick`` is the seconds-long subset CI runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 
@@ -83,7 +84,11 @@ class Design:
         return asdict(self)
 
 
-def _grid(framework: str, models: dict[str, tuple[tuple[int, ...], tuple[int, ...]]],
+#: model → (fitted widths, held-out widths)
+Widths = Mapping[str, tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+def _grid(framework: str, models: Widths,
           fit_batches: tuple[int, ...], holdout_batches: tuple[int, ...],
           precision: str = "fp32", device: str = "cpu") -> tuple[StepPoint, ...]:
     """Fitted widths at every batch (held out: the batches between); held-out widths

@@ -47,7 +47,8 @@ from testbed.calibration.section import (
 )
 from testbed.calibration.storage import fit_storage
 from testbed.errors import ScenarioError
-from testbed.measurements import Checkpoint, Collective, Restart, TrainSummary
+from testbed.measurements import Checkpoint, Collective, Restart, TrainConfig, TrainSummary
+from testbed.model.ir import Model
 from testbed.systems import Calibration, ModelCalibration, SystemProfile
 
 METHOD = "testbed.calibration.fit"
@@ -136,7 +137,7 @@ def _model_calibrations(compute: tuple[ComputeFit, ...], records: list[TrainSumm
     measured, precision and FLOPs (other frameworks' and precisions' lines stay in the
     fitted section, where the oracle finds them by the request's framework and
     precision)."""
-    irs = {}
+    irs: dict[str, tuple[Model, TrainConfig]] = {}
     for rec in records:
         ir = model_ir(rec.config)
         irs.setdefault(ir.name, (ir, rec.config))

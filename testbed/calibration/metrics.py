@@ -23,6 +23,9 @@ from scipy.stats import spearmanr
 
 from testbed.calibration.section import Residuals
 
+#: Values of a fit's points: a list or a numpy array.
+Floats = Sequence[float] | np.ndarray
+
 
 def accuracy(pred: float, meas: float) -> float:
     """ParaDL's accuracy of one prediction (0 when either is not positive)."""
@@ -31,7 +34,7 @@ def accuracy(pred: float, meas: float) -> float:
     return min(pred, meas) / max(pred, meas)
 
 
-def mape_pct(pred: Sequence[float], meas: Sequence[float]) -> float:
+def mape_pct(pred: Floats, meas: Floats) -> float:
     p, m = np.asarray(pred, float), np.asarray(meas, float)
     return float(np.mean(np.abs(p - m) / m) * 100.0) if len(m) else 0.0
 
@@ -44,7 +47,7 @@ def rank_correlation(pred: Sequence[float], meas: Sequence[float]) -> float | No
     return None if not math.isfinite(rho) else float(rho)
 
 
-def residuals(pred: Sequence[float], meas: Sequence[float]) -> Residuals:
+def residuals(pred: Floats, meas: Floats) -> Residuals:
     """The :class:`Residuals` of a fit on its own points (rounded: stable bytes)."""
     accs = [accuracy(p, m) for p, m in zip(pred, meas, strict=True)]
     if not accs:

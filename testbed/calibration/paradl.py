@@ -12,6 +12,9 @@ the CSV or the records).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeGuard
+
 import numpy as np
 
 from testbed.calibration.abci import Measurement, dropped_models, evaluate, fit, holdout
@@ -20,7 +23,7 @@ from testbed.measurements import Record, TrainSummary
 from testbed.systems import Calibration, SystemProfile
 
 
-def is_paradl_record(record: Record) -> bool:
+def is_paradl_record(record: Record) -> TypeGuard[TrainSummary]:
     """A measured iteration of a (multi-)GPU strategy run, as ParaDL's runs are: what
     the ABCI fit takes (GPU device, a strategy, a global batch)."""
     return (isinstance(record, TrainSummary) and record.config.device == "gpu"
@@ -36,12 +39,12 @@ def measurement_of(record: TrainSummary) -> Measurement:
                        s_per_iter=record.metrics.step_s, source=record.source)
 
 
-def measurements_of(records: list[Record]) -> list[Measurement]:
+def measurements_of(records: Sequence[Record]) -> list[Measurement]:
     """The ABCI fit's rows of the ParaDL records among ``records``, in order."""
     return [measurement_of(r) for r in records if is_paradl_record(r)]
 
 
-def paradl_calibration(records: list[Record], system: SystemProfile, source: str
+def paradl_calibration(records: Sequence[Record], system: SystemProfile, source: str
                        ) -> tuple[Calibration, list[dict], dict]:
     """The ABCI fit from records: the calibration (with its in-sample and ≤8 → 16-GPU
     hold-out accuracy), the in-sample rows and the hold-out check."""

@@ -15,12 +15,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from testbed.calibration.plausible import check_record
 from testbed.calibration.section import InputFile, Machine
 from testbed.errors import InputError, ScenarioError
 from testbed.inputs import decode_utf8, parse_json, read_bytes, read_csv
-from testbed.measurements import Environment, Record, make_record, parse_record
+from testbed.measurements import Environment, Record, TrainSummary, make_record, parse_record
 
 #: Columns of the ParaDL/ABCI calibration CSV (``../shared/data/abci-paradl``).
 PARADL_COLUMNS = ("model", "strategy", "gpus", "gpus_per_group", "samples_per_gpu",
@@ -182,10 +183,10 @@ def _column(field: str | None) -> str | None:
     return PARADL_FIELDS.get(field or "", field)
 
 
-def paradl_record(row: dict[str, str], source: str, line: int) -> Record:
+def paradl_record(row: dict[str, str], source: str, line: int) -> TrainSummary:
     """One ABCI run (a row of the ParaDL CSV) as a ``train_summary`` record."""
     gpus = _int(row, "gpus", source, line)
-    fields = {
+    fields: dict[str, Any] = {
         "env": {**ABCI_ENV, "world_size": max(gpus, 1)},
         "measured_at": _log_time(row.get("source") or ""),
         "source": row.get("source") or f"{source}:{line}",
@@ -204,13 +205,15 @@ def paradl_record(row: dict[str, str], source: str, line: int) -> Record:
     if row.get("s_per_iter_mean"):
         fields["metrics"]["step_mean_s"] = _float(row, "s_per_iter_mean", source, line)
     try:
-        return make_record("train_summary", **fields)
+        record = make_record("train_summary", **fields)
     except InputError as exc:
         raise ScenarioError(exc.message, source=source, line=line,
                             field=_column(exc.field)) from None
+    assert isinstance(record, TrainSummary)     # what kind train_summary validates to
+    return record
 
 
-def import_paradl(path: str | Path) -> list[Record]:
+def import_paradl(path: str | Path) -> list[TrainSummary]:
     """Every row of a ParaDL/ABCI calibration CSV as a record (errors: file, line, column)."""
     source = str(path)
     rows = read_csv(path, source=source, required=PARADL_COLUMNS)

@@ -9,7 +9,27 @@ import click
 
 from testbed.errors import InputError
 from testbed.files import json_text
-from testbed.units import parse_shape
+from testbed.units import did_you_mean, parse_shape
+
+
+class Names(click.Choice):
+    """``click.Choice`` for a closed set of names (the ``Literal`` of a schema): an
+    unknown name is refused in the words the schemas use — ``unknown strategy 'dta'
+    (did you mean 'data'?); known: …``. ``fold_case`` accepts any letter case and passes
+    the name on in lower case."""
+
+    def __init__(self, names: Sequence[str], what: str, *, fold_case: bool = False) -> None:
+        super().__init__(list(names), case_sensitive=not fold_case)
+        self.what = what
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            names = [str(c) for c in self.choices]
+            key = value.lower() if not self.case_sensitive else value
+            self.fail(f"unknown {self.what} {value!r}{did_you_mean(key, names)}; "
+                      f"known: {', '.join(names)}", param, ctx)
 
 
 def emit_json(data) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import click
 
-from testbed.cli.common import emit_json, positive, shape_option, table
+from testbed.cli.common import Names, emit_json, positive, shape_option, table
 from testbed.errors import InputError
-from testbed.oracle import STRATEGIES, Estimate, Request, estimate, resolve_model
+from testbed.oracle import MODES, STRATEGIES, Estimate, Request, estimate, resolve_model
 from testbed.oracle.collectives import OPS, Fabric, bus_factor
 from testbed.oracle.fitted import fitted_links
+from testbed.oracle.request import DEFAULT_SCHEDULE, SCHEDULES
+from testbed.oracle.state import PRECISIONS
 from testbed.oracle.sweep import DEFAULT_MIN_BATCH_PER_GPU, DEFAULT_MIN_EFFICIENCY, sweep
 from testbed.resilience.ckpt_cost import TIERS, WRITERS
 from testbed.systems import load_system
@@ -85,13 +87,12 @@ def oracle() -> None:
 @oracle.command("predict")
 @click.option("--system", required=True, help="System profile name or YAML path.")
 @click.option("--model", required=True, help="Zoo model name or ParaDL .net file.")
-@click.option("--strategy", required=True, type=str,
-              help=f"One of: {', '.join(STRATEGIES)}.")
+@click.option("--strategy", required=True, type=Names(STRATEGIES, "strategy"))
 @click.option("--gpus", required=True, type=int)
 @click.option("--global-batch", required=True, type=int)
 @click.option("--group-size", type=int, help="GPUs per model-parallel group (df, ds).")
 @click.option("--input-shape", help="Per-sample shape, e.g. 3x224x224.")
-@click.option("--precision", default=None,
+@click.option("--precision", default=None, type=Names(PRECISIONS, "precision", fold_case=True),
               help="Training precision (default: the system's usual one, gpu.training_precision).")
 @click.option("--input-precision", default=None,
               help="How input samples are stored: fp32, fp16, bf16, uint8, int8, int4, … "
@@ -107,10 +108,11 @@ def oracle() -> None:
               help="Calibrated profiles: the fitted checkpoint format (default: the "
                    "profile's, calibration.records_fit.checkpoint_format).")
 @click.option("--micro-batches", type=int, help="Pipeline micro-batches (default min(B, 4p)).")
-@click.option("--schedule", default="1f1b", show_default=True, help="Pipeline: gpipe or 1f1b.")
+@click.option("--schedule", type=Names(SCHEDULES, "pipeline schedule"), default=DEFAULT_SCHEDULE,
+              show_default=True, help="Pipeline schedule.")
 @click.option("--overlap/--no-overlap", default=None,
               help="Overlap gradient all-reduce with backward (default: the system's).")
-@click.option("--mode", default="testbed", show_default=True,
+@click.option("--mode", type=Names(MODES, "mode"), default="testbed", show_default=True,
               help="testbed (corrected, calibrated) or paradl (ParaDL's published formulas).")
 @click.option("--mask", "mask_path", help="ParaDL .lc layer mask for filter/channel/spatial.")
 @click.option("--epoch-samples", type=int, help="Samples per epoch (default 1,280,000).")
@@ -162,7 +164,7 @@ def strategy_table(result, batch: int, top: int | None = None) -> str:
 @click.option("--max-gpus", type=int, default=4096, show_default=True)
 @click.option("--group-size", type=int)
 @click.option("--input-shape")
-@click.option("--precision", default=None,
+@click.option("--precision", default=None, type=Names(PRECISIONS, "precision", fold_case=True),
               help="Training precision (default: the system's usual one).")
 @click.option("--input-precision", default=None, help="How input samples are stored.")
 @click.option("--optimizer", default="momentum", show_default=True)
@@ -170,7 +172,8 @@ def strategy_table(result, batch: int, top: int | None = None) -> str:
               show_default=True, help="Skip points where a replica sees fewer samples per step.")
 @click.option("--min-efficiency", type=float, default=DEFAULT_MIN_EFFICIENCY, show_default=True,
               help="Skip points below this share of the best per-GPU rate (0 keeps all).")
-@click.option("--strategy", "strategies", multiple=True, help="Limit to these strategies.")
+@click.option("--strategy", "strategies", multiple=True, type=Names(STRATEGIES, "strategy"),
+              help="Limit to these strategies.")
 @click.option("--top", type=int, default=15, show_default=True, help="Rows per batch size.")
 @click.option("--json", "as_json", is_flag=True)
 def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precision,
@@ -182,10 +185,6 @@ def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precisi
     batches = batches or (256, 1024, 4096)
     for b in batches:
         positive(b, "--global-batch")
-    for s in strategies:
-        if s not in STRATEGIES:
-            raise InputError(f"unknown strategy {s!r}; known: {', '.join(STRATEGIES)}",
-                             source="--strategy")
     sysp = load_system(system)
     mdl = resolve_model(model, shape_option(input_shape))
     result = sweep(mdl, sysp, batches, max_gpus=max_gpus, strategies=strategies or STRATEGIES,

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from real_runs.harness import DEVICES, PRECISIONS
+from testbed.cli.common import Names
 from testbed.errors import InputError
 from testbed.files import check_writable_target
 from testbed.units import parse_duration_s, parse_shape
@@ -49,9 +51,9 @@ def model_options(func):
             click.option("--width", type=int, default=None, help="model width (default: the model's)"),
             click.option("--depth", type=int, default=None, help="layers / stages / blocks"),
             click.option("--input-shape", default=None, help="per-sample input, e.g. 3x32x32"),
-            click.option("--precision", type=click.Choice(["fp32", "fp64", "bf16"]),
+            click.option("--precision", type=Names(PRECISIONS, "precision"),
                          default=None, help="training precision (default fp32)"),
-            click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None,
+            click.option("--device", type=Names(DEVICES, "device"), default=None,
                          help="cuda: PyTorch on the first visible GPU"))):
         func = decorator(func)
     return func

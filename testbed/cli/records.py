@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -51,7 +52,7 @@ def check_cmd(files: tuple[str, ...], as_json: bool) -> None:
     """Validate record files: schema version, kinds, fields, finite numbers."""
     from testbed.calibration.records import load_records
     rs = load_records(list(files))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for f in rs.files:
         kinds = Counter(r.kind for _, r in f.records)
         machines = sorted({r.env.machine for _, r in f.records})

@@ -11,7 +11,9 @@ opened read-only and never changed.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -48,15 +50,17 @@ def write_parquet(path: Path, header: list[str], rows: list[list]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in header]
+    columns: list[Sequence[Any]] = (list(zip(*rows, strict=True)) if rows
+                                    else [[] for _ in header])
     arrays = {}
     for name, col in zip(header, columns, strict=True):
         kinds = {type(v) for v in col if v is not None}
+        values: list[Any] = list(col)
         if kinds and kinds <= {int, float} and float in kinds:
-            col = [None if v is None else float(v) for v in col]
+            values = [None if v is None else float(v) for v in col]
         elif len(kinds) > 1:
-            col = [None if v is None else str(v) for v in col]
-        arrays[name] = pa.array(list(col), type=pa.string() if not kinds else None)
+            values = [None if v is None else str(v) for v in col]
+        arrays[name] = pa.array(values, type=pa.string() if not kinds else None)
     table = pa.table(arrays)
     atomic_write(path, lambda fh: pq.write_table(table, fh), binary=True, field="-o")
 

@@ -54,8 +54,8 @@ def print_comparison(c: OracleComparison) -> None:
     click.echo(f"\nOracle: best configuration of each strategy for {c.model} on "
                f"{c.system}, global batch {c.global_batch}, up to {c.max_gpus} GPUs")
     click.echo(table(["strategy", "gpus", "time/iter", "samples/s", "memory/GPU", "bottleneck"],
-                     [(e.strategy, e.gpus, format_duration(e.time_per_iteration_s),
-                       f"{e.samples_per_s:,.0f}", format_bytes(e.memory_per_gpu_bytes),
+                     [(e.strategy, e.gpus, format_duration(e.iteration_s),
+                       f"{e.samples_per_s:,.0f}", format_bytes(e.memory_per_gpu_bytes or 0),
                        e.bottleneck) for e in c.best_per_strategy], align="lrrrrl"))
     if c.chosen is not None:
         click.echo("\nThe scenario's configuration:")

@@ -14,11 +14,12 @@ from dataclasses import replace
 import click
 
 from simulators.run import event_log, simulate
-from testbed.cli.common import emit_json, table
+from testbed.cli.common import Names, emit_json, table
 from testbed.events import write_events
 from testbed.files import check_writable_target, write_text
 from testbed.outcomes import SimSummary
 from testbed.progress import Progress, wanted
+from testbed.resilience.spec import ENGINES
 from testbed.resolve import resolve
 from testbed.stats import MeanCI
 from testbed.units import format_duration
@@ -32,12 +33,12 @@ def run_simulation(scenario, replications: int | None = None, seed: int | None =
     if events_path is not None:
         check_writable_target(events_path, field="--events")
     spec = resolve(scenario)
-    adaptive = replications is None and spec.target is not None
-    reps = None if adaptive else (replications or scenario.simulation.replications)
+    target = spec.target if replications is None else None     # adaptive replications
+    reps = None if target is not None else (replications or scenario.simulation.replications)
     seed = scenario.simulation.seed if seed is None else seed
     engine = engine or scenario.simulation.engine
-    with Progress(spec.target.max_reps if adaptive else reps, unit="rep", desc=scenario.name,
-                  enabled=progress) as bar:
+    total = target.max_reps if target is not None else (reps or 0)
+    with Progress(total, unit="rep", desc=scenario.name, enabled=progress) as bar:
         summary = simulate(spec, reps, seed, engine, progress=bar.update)
     if events_path is not None:
         buf = io.StringIO()
@@ -90,7 +91,7 @@ def _semantics_line(s: SimSummary) -> str | None:
 def print_summary(s: SimSummary) -> None:
     """Readable report of a simulation summary."""
     st, an = s.stats, s.analytical
-    how = "" if s.stopped == "fixed" else (
+    how = "" if s.stopped == "fixed" or s.target_ci is None else (
         f" (adaptive: {s.stopped}, {s.target_ci['figure']} within "
         f"+/-{100 * s.target_ci['relative_half_width']:.2g}%)")
     click.echo(f"\nSimulation: {st.replications} replication(s){how}, seed {s.seed}, "
@@ -147,7 +148,7 @@ def _print_ops(st) -> None:
 @click.argument("scenario", required=False)
 @click.option("--replications", "-r", type=int, help="Replications (default: the scenario's).")
 @click.option("--seed", type=int, help="Run seed (default: the scenario's).")
-@click.option("--engine", type=click.Choice(["fast", "simpy"]),
+@click.option("--engine", type=Names(ENGINES, "engine"),
               help="fast exact path (default) or the step-by-step SimPy engine.")
 @click.option("--events", "events_path", help="Write replication 0's event log (JSONL) here.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

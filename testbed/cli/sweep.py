@@ -13,9 +13,10 @@ import sys
 
 import click
 
-from testbed.cli.common import emit_json, table
+from testbed.cli.common import Names, emit_json, table
 from testbed.errors import InputError
 from testbed.progress import wanted
+from testbed.resilience.spec import ENGINES
 from testbed.units import format_duration
 
 
@@ -30,7 +31,7 @@ def _fmt_params(params: dict) -> str:
 @click.option("--replications", "-r", type=int, help="Replications per point "
               "(default: the scenario's).")
 @click.option("--seed", type=int, help="Base seed (default: the scenario's).")
-@click.option("--engine", type=click.Choice(["fast", "simpy"]), help="Simulator engine.")
+@click.option("--engine", type=Names(ENGINES, "engine"), help="Simulator engine.")
 @click.option("--executor", type=click.Choice(["local", "mpi"]), default="local",
               show_default=True, help="Local process pool or MPI (mpi4py.futures).")
 @click.option("--workers", type=int, help="Local pool size (default 2).")
@@ -64,7 +65,7 @@ def sweep_cmd(scenario, grid, replications, seed, engine, executor, workers, sto
                        "resume", err=True)
             sys.exit(130)
         agg = aggregate(store, plan.sweep_id)
-    total_rows = sum(r.stats.replications for r in agg if r.stats)
+    total_rows = sum(r.finished.replications for r in agg if r.done)
     out = {"sweep_id": stats.sweep_id, "store": store_path, "points": stats.points,
            "skipped": stats.skipped, "ran": stats.ran, "infeasible": stats.infeasible,
            "older_code": stats.older_code, "in_flight_elsewhere": stats.elsewhere,
@@ -89,14 +90,14 @@ def sweep_cmd(scenario, grid, replications, seed, engine, executor, workers, sto
         click.echo(f"{stats.infeasible} point(s) the oracle finds infeasible were skipped "
                    "(see `testbed report`)")
     ranked = sorted((r for r in agg if r.done),
-                    key=lambda r: (r.stats.wall_time_s.mean, r.idx))
+                    key=lambda r: (r.finished.wall_time_s.mean, r.idx))
     show = ranked[:15]
     click.echo(table(["point", "ETTR", "95% CI", "wall time", "failures"],
-                     [(_fmt_params(r.params), f"{100 * r.stats.ettr.mean:.2f}%",
-                       f"[{100 * r.stats.ettr.ci95_low:.2f}, "
-                       f"{100 * r.stats.ettr.ci95_high:.2f}]",
-                       format_duration(r.stats.wall_time_s.mean),
-                       f"{r.stats.failures.mean:.2f}") for r in show], align="lrrrr"))
+                     [(_fmt_params(r.params), f"{100 * r.finished.ettr.mean:.2f}%",
+                       f"[{100 * r.finished.ettr.ci95_low:.2f}, "
+                       f"{100 * r.finished.ettr.ci95_high:.2f}]",
+                       format_duration(r.finished.wall_time_s.mean),
+                       f"{r.finished.failures.mean:.2f}") for r in show], align="lrrrr"))
     if len(ranked) > len(show):
         click.echo(f"… {len(ranked) - len(show)} more; `testbed report {store_path}` "
                    "for all of them")

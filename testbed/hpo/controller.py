@@ -65,7 +65,8 @@ class Start:
 
     __slots__ = ("token", "trial", "attempt", "a", "b", "alloc", "kind", "t_s", "extra")
 
-    def __init__(self, token, trial, attempt, a, b, alloc, kind, t_s):
+    def __init__(self, token: int, trial: int, attempt: int, a: int, b: int, alloc: Alloc,
+                 kind: str, t_s: float) -> None:
         self.token, self.trial, self.attempt, self.a, self.b = token, trial, attempt, a, b
         self.alloc, self.kind, self.t_s = alloc, kind, t_s
         self.extra: Any = None    # engine's own data (the simulator's failure plan)
@@ -104,7 +105,7 @@ class Controller:
         self._token = 0
         self._seq = 0
         self._urgent: dict[Shape, list] = {}     # heap of (trial, seq, a, b, avoid, kind)
-        self._jobs: dict[Shape, deque] = {}      # (seq, trial, a, b)
+        self._jobs: dict[Shape, deque[tuple[int, int, int, int]]] = {}   # (seq, trial, a, b)
         self._waiting_jobs = 0
         self._limit = plan.spec.planned_trials
         self._targets: dict[int, int] = {}
@@ -142,7 +143,7 @@ class Controller:
     def _enqueue_all(self) -> None:
         while self.new_trial() is not None:
             pass
-        order = range(len(self.trials))
+        order: range | list[int] = range(len(self.trials))
         if self.spec.scheduler == "longest_first":
             dur = [self.plan.full_duration_s(t.index, t.config) for t in self.trials]
             order = sorted(order, key=lambda i: (-dur[i], i))
@@ -314,7 +315,7 @@ class Controller:
         self.scheduler.close()
         self.cutoff = index if self.cutoff is None else min(self.cutoff, index)
         for shape, dq in self._jobs.items():
-            keep = deque()
+            keep: deque[tuple[int, int, int, int]] = deque()
             for entry in dq:
                 if entry[1] > index:
                     self._cancel_queued(entry[1], now)

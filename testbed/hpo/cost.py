@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from testbed.errors import ScenarioError
-from testbed.hpo.spec import OracleCost, positive_duration
+from testbed.hpo.spec import OracleCost
+from testbed.schema import positive_duration_s
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -59,7 +60,7 @@ class TableCost:
         out = []
         for i, row in enumerate(rows):
             try:
-                seconds = positive_duration(row[key])
+                seconds = positive_duration_s(row[key])
             except (KeyError, ValueError) as exc:
                 raise ScenarioError(f"row {i + 1}: {key!r}: {exc}", source=source,
                                     field=field) from None

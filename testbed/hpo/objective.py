@@ -58,10 +58,10 @@ class SyntheticObjective:
             return 0.5
         total = 0.0
         for key, eff in self.effects.items():
-            value = config.get(key)
             if isinstance(eff, dict):
-                total += eff.get(str(value), 0.5)
+                total += eff.get(str(config.get(key)), 0.5)
             else:
+                value = config[key]
                 r = self.space[key]
                 if r.log:
                     pos = (math.log(value) - math.log(r.low)) / (math.log(r.high) - math.log(r.low))

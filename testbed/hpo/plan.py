@@ -20,6 +20,7 @@ from typing import Any
 from testbed.errors import ScenarioError
 from testbed.hpo.cluster import Shape
 from testbed.hpo.cost import ConstantCost, MeasuredCost, OracleEpochCost, TableCost
+from testbed.hpo.hyperband import brackets, trials_per_iteration
 from testbed.hpo.objective import SyntheticObjective, TableObjective
 from testbed.hpo.space import grid, random_configs
 from testbed.hpo.spec import HpoSpec
@@ -86,8 +87,7 @@ class HpoPlan:
     def fewest_gpus(self) -> int:
         """The fewest GPUs any trial of the sweep holds."""
         gpus = [self.spec.trial_resources.gpus]
-        if isinstance(self.spec.space.get("gpus"), list):
-            gpus += list(self.spec.space["gpus"])
+        gpus += self.spec.space_gpus
         if self.configs is not None and "gpus" in (self.configs[0] if self.configs else {}):
             gpus += [int(c.get("gpus", gpus[0])) for c in self.configs]
         return max(min(gpus), self.min_trial_gpus)
@@ -128,6 +128,7 @@ def _cost(sc: Scenario, spec: HpoSpec):
     if spec.epoch_time is not None:
         return ConstantCost(spec.epoch_time)
     c = spec.cost
+    assert c is not None      # the schema gives exactly one of epoch_time and cost
     if c.oracle is not None:
         return OracleEpochCost(c.oracle, source=sc.source, field="hpo.cost.oracle")
     if c.trace is not None:
@@ -142,6 +143,7 @@ def _cost(sc: Scenario, spec: HpoSpec):
                 row[k] = _number(v)
         return TableCost.from_rows(rows, source=c.table, field="hpo.cost.table",
                                    key="epoch_time_s")
+    assert c.table is not None    # the schema gives exactly one of table, oracle, trace
     return TableCost.from_rows(c.table, source=sc.source, field="hpo.cost.table")
 
 
@@ -169,8 +171,7 @@ def _objective(sc: Scenario, spec: HpoSpec, seed: int):
 def _check_fit(sc: Scenario, spec: HpoSpec, gpus_per_node: int, what: str) -> None:
     r = spec.trial_resources
     need = [("hpo.trial_resources.gpus", r.gpus)]
-    if isinstance(spec.space.get("gpus"), list):
-        need += [("hpo.space.gpus", g) for g in spec.space["gpus"]]
+    need += [("hpo.space.gpus", g) for g in spec.space_gpus]
     for key, gpus in need:
         if gpus > gpus_per_node:
             raise sc.error(f"a trial needs {gpus} GPU(s) but {what} has only "
@@ -194,16 +195,17 @@ def build_plan(sc: Scenario, *, seed: int | None = None, slots: int | None = Non
         nodes, gpn, what = 1, slots, f"the pool of {slots} worker(s)"
     else:
         nodes = sc.cluster.nodes or 1
-        gpn = sc.cluster.gpus_per_node
-        if gpn is None:
+        per_node = sc.cluster.gpus_per_node
+        if per_node is None:
             if spec.trial_resources.gpus > 0 or "gpus" in spec.space:
                 raise sc.error("the trials use GPUs: give cluster.gpus_per_node",
                                "cluster.gpus_per_node")
-            gpn = 0
+            per_node = 0
+        gpn = per_node
         what = "a node"
     _check_fit(sc, spec, gpn, what)
-    seed = spec.seed if seed is None and spec.seed is not None else seed
-    seed = sc.simulation.seed if seed is None else seed
+    if seed is None:
+        seed = spec.seed if spec.seed is not None else sc.simulation.seed
     node_inj = []
     for i, inj in enumerate(spec.inject_failures):
         if inj.node is None:
@@ -212,12 +214,14 @@ def build_plan(sc: Scenario, *, seed: int | None = None, slots: int | None = Non
             raise sc.error(f"there is no node {inj.node}: the cluster has {nodes} node(s), "
                            f"numbered 0 to {nodes - 1}", f"hpo.inject_failures[{i}].node")
         repair = inj.repair if inj.repair is not None else _repair(sc, spec)
-        node_inj.append(NodeInjection(inj.at, inj.node, repair))
+        at_s = inj.at
+        assert at_s is not None       # the schema requires 'at' of a node injection
+        node_inj.append(NodeInjection(at_s, inj.node, repair))
     configs = None
     if spec.search == "grid":
-        configs = tuple(grid(spec.space, spec.planned_trials))
+        configs = tuple(grid(spec.value_lists, spec.planned_trials))
     elif spec.search == "random":
-        configs = tuple(random_configs(spec.space, spec.n_trials, seed))
+        configs = tuple(random_configs(spec.space, _random_trials(spec), seed))
     plan = HpoPlan(
         name=sc.name, source=sc.source, spec=spec, nodes=nodes, gpus_per_node=gpn,
         cores_per_node=spec.node_resources.cores,
@@ -230,6 +234,15 @@ def build_plan(sc: Scenario, *, seed: int | None = None, slots: int | None = Non
         for i, cfg in enumerate(configs):
             plan.trial_cost(i, cfg)
     return plan
+
+
+def _random_trials(spec: HpoSpec) -> int:
+    """Configurations a random search draws: ``n_trials``, or one Hyperband iteration
+    (the only scheduler that may run without ``n_trials``)."""
+    if spec.n_trials is not None:
+        return spec.n_trials
+    r = spec.rungs
+    return trials_per_iteration(brackets(r.min_epochs, spec.max_epochs, r.reduction_factor))
 
 
 def _repair(sc: Scenario, spec: HpoSpec) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ __all__ = ["from_unit", "grid", "grid_point", "random_configs"]
 def grid(space: Mapping[str, Sequence], n: int | None = None) -> list[dict[str, Any]]:
     """The first ``n`` (default all) grid points, in order."""
     keys = list(space)
-    points = itertools.product(*(space[k] for k in keys))
+    points: Iterator[tuple[Any, ...]] = itertools.product(*(space[k] for k in keys))
     if n is not None:
         points = itertools.islice(points, n)
     return [dict(zip(keys, p, strict=True)) for p in points]

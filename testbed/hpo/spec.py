@@ -35,55 +35,33 @@ Semantics that the engines share (see :mod:`testbed.hpo.controller`):
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import Field, model_validator
 
-from testbed.errors import InputError
-from testbed.schema import Strict
-from testbed.units import did_you_mean, parse_duration_s, parse_size_bytes
+from testbed.oracle.request import StrategyName
+from testbed.oracle.state import PrecisionName
+from testbed.schema import Duration, PositiveDuration, Size, Strict, one_of, positive_duration_s
 
-SEARCHES = ("grid", "random", "tpe")
-SCHEDULERS = ("fifo", "longest_first", "asha", "hyperband")
-ON_FAILURE = ("retry", "ignore", "cancel_successors", "fail")
+Search = Literal["grid", "random", "tpe"]
+SEARCHES: tuple[str, ...] = get_args(Search)
+Scheduler = Literal["fifo", "longest_first", "asha", "hyperband"]
+SCHEDULERS: tuple[str, ...] = get_args(Scheduler)
+#: What a failed trial does (PyCOMPSs' on_failure policies).
+FailurePolicy = Literal["retry", "ignore", "cancel_successors", "fail"]
+ON_FAILURE: tuple[str, ...] = get_args(FailurePolicy)
 #: Most points a grid may have (a larger one is surely a mistake in the file).
 MAX_GRID_POINTS = 10_000_000
 #: PyCOMPSs' RETRY: once more on the same worker, then once on another worker.
 PYCOMPSS_RETRIES = 2
 
 
-def _duration(value: Any) -> float:
-    try:
-        return parse_duration_s(value)
-    except InputError as exc:
-        raise ValueError(exc.message) from None
-
-
-def positive_duration(value: Any) -> float:
-    """A duration > 0 in seconds (``'5min'`` → 300.0); ValueError otherwise."""
-    seconds = _duration(value)
-    if seconds <= 0:
-        raise ValueError(f"must be a duration > 0, got {value!r}")
-    return seconds
-
-
-def _size(value: Any) -> int:
-    try:
-        return parse_size_bytes(value)
-    except InputError as exc:
-        raise ValueError(exc.message) from None
-
-
-Duration = Annotated[float, BeforeValidator(_duration)]
-PositiveDuration = Annotated[float, BeforeValidator(positive_duration)]
-Size = Annotated[int, BeforeValidator(_size)]
 Scalar = bool | int | float | str
 
 
-def _choice(value: str, choices: tuple[str, ...], key: str, what: str) -> None:
-    if value not in choices:
-        raise ValueError(f"[{key}] unknown {what} {value!r}{did_you_mean(value, choices)}; "
-                         f"choose one of {', '.join(choices)}")
+SearchName = Annotated[Search, one_of(SEARCHES, "search")]
+SchedulerName = Annotated[Scheduler, one_of(SCHEDULERS, "scheduler")]
+FailurePolicyName = Annotated[FailurePolicy, one_of(ON_FAILURE, "failure policy")]
 
 
 class Range(Strict):
@@ -127,10 +105,10 @@ class OracleCost(Strict):
 
     system: str
     model: str | None = None
-    strategy: str = "data"
+    strategy: StrategyName = "data"
     epoch_samples: int = Field(gt=0)
     input_shape: str | None = None
-    precision: str = "fp32"
+    precision: PrecisionName = "fp32"
     optimizer: str = "momentum"
     batch_key: str = "batch_size"
 
@@ -154,7 +132,7 @@ class Cost(Strict):
                 if "epoch_time" not in row:
                     raise ValueError(f"[table[{i}].epoch_time] every row needs 'epoch_time'")
                 try:
-                    positive_duration(row["epoch_time"])
+                    positive_duration_s(row["epoch_time"])
                 except ValueError as exc:
                     raise ValueError(f"[table[{i}].epoch_time] {exc}") from None
         return self
@@ -231,7 +209,7 @@ def grid_point(space: dict[str, Any], index: int) -> dict[str, Any]:
 class HpoSpec(Strict):
     """The whole ``hpo:`` section (see the module docstring)."""
 
-    search: str = "grid"
+    search: SearchName = "grid"
     space: dict[str, SpaceValue]
     n_trials: int | None = Field(default=None, gt=0)
     seed: int | None = Field(default=None, ge=0)
@@ -243,21 +221,18 @@ class HpoSpec(Strict):
     startup_time: Duration = 0.0
     checkpoint_time: Duration = 0.0
     restore_time: Duration = 0.0
-    scheduler: str = "fifo"
+    scheduler: SchedulerName = "fifo"
     rungs: Rungs = Field(default_factory=Rungs)
     metric: Metric = Field(default_factory=Metric)
     objective: str | list[dict[str, Scalar]] = "synthetic"
     failures: TrialFailures = Field(default_factory=TrialFailures)
-    on_failure: str = "retry"
+    on_failure: FailurePolicyName = "retry"
     max_retries: int = Field(default=PYCOMPSS_RETRIES, ge=0)
     checkpoint_every_epochs: int | None = Field(default=None, gt=0)
     inject_failures: list[Injection] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> HpoSpec:
-        _choice(self.search, SEARCHES, "search", "search")
-        _choice(self.scheduler, SCHEDULERS, "scheduler", "scheduler")
-        _choice(self.on_failure, ON_FAILURE, "on_failure", "failure policy")
         self._check_space()
         self._check_epochs()
         if (self.epoch_time is None) == (self.cost is None):
@@ -297,12 +272,12 @@ class HpoSpec(Strict):
         elif self.n_trials is None and self.scheduler != "hyperband":
             raise ValueError(f"[n_trials] search {self.search!r} needs 'n_trials'")
         for key in ("epochs", "gpus"):
-            values = self.space.get(key)
-            if values is None:
+            given = self.space.get(key)
+            if given is None:
                 continue
-            if not isinstance(values, list) or any(
+            if not isinstance(given, list) or any(
                     isinstance(v, bool) or not isinstance(v, int) or v < (key == "epochs")
-                    for v in values):
+                    for v in given):
                 low = 1 if key == "epochs" else 0
                 raise ValueError(f"[space.{key}] '{key}' values must be whole numbers >= {low}")
 
@@ -346,6 +321,17 @@ class HpoSpec(Strict):
         return size
 
     @property
+    def value_lists(self) -> dict[str, list[Scalar]]:
+        """The keys of the space given as lists of values (all of them for a grid)."""
+        return {k: v for k, v in self.space.items() if isinstance(v, list)}
+
+    @property
+    def space_gpus(self) -> list[int]:
+        """The GPU counts a ``gpus`` key of the space lists (whole numbers, checked)."""
+        values = self.space.get("gpus")
+        return [int(v) for v in values] if isinstance(values, list) else []
+
+    @property
     def planned_trials(self) -> int | None:
         """Trials the sweep will create, when known before it runs (not for Hyperband
         without ``n_trials``, which takes one full iteration)."""
@@ -362,9 +348,9 @@ class HpoSpec(Strict):
         """The most epochs ``trial`` can train, when it is known from the spec alone."""
         if self.scheduler in ("asha", "hyperband"):
             return self.max_epochs
-        values = self.space.get("epochs")
+        values = self.value_lists.get("epochs")     # whole numbers (checked above)
         if values is None:
             return self.epochs
         if self.search == "grid":
             return int(grid_point(self.space, trial)["epochs"])
-        return max(values)
+        return max(int(v) for v in values)

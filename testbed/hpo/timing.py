@@ -46,23 +46,25 @@ class TrialCost:
 
     def epoch_time(self, e: int) -> float:
         """Seconds of epoch ``e`` (1-based); past a measured list, its last value."""
-        if self.cumulative_s is None:
-            return self.epoch_s
         per = self.epoch_s
+        if not isinstance(per, tuple):
+            return per
         return per[min(e, len(per)) - 1]
 
     def span_s(self, a: int, b: int) -> float:
         """Seconds of epochs a+1 … b."""
         if b <= a:
             return 0.0
-        if self.cumulative_s is None:
-            return (b - a) * self.epoch_s
+        per = self.epoch_s
+        if not isinstance(per, tuple):
+            return (b - a) * per
         cum = self.cumulative_s
+        assert cum is not None          # make() keeps the prefix sums of a per-epoch cost
         n = len(cum) - 1
         if b <= n:
             return cum[b] - cum[a]
         head = cum[n] - cum[min(a, n)]
-        return head + (b - max(a, n)) * self.epoch_s[-1]
+        return head + (b - max(a, n)) * per[-1]
 
 
 class Attempt:

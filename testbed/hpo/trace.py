@@ -72,80 +72,102 @@ def _better(mode: str):
     return (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
 
 
+class _Tally:
+    """Running totals of a trace, event by event (see :func:`summarise`)."""
+
+    def __init__(self, mode: str, slots: int | None) -> None:
+        self.better = _better(mode)
+        self.slots = slots
+        self.open: dict[tuple[int, int], tuple[float, int]] = {}   # attempt → (start, slots)
+        self.status: dict[int, str] = {}
+        self.configs: dict[int, dict] = {}
+        self.busy = self.lost = 0.0
+        self.retries = self.failures = self.preempt = self.node_fail = self.attempts = 0
+        self.best: tuple[float, int, float] | None = None
+        self.curve: list[tuple[float, float, int]] = []
+        self.makespan = 0.0
+        self.state = "completed"
+
+    def _close(self, f: dict, t: float) -> int:
+        """End an attempt's slot time; the slots it held."""
+        t0, n = self.open.pop((f["trial"], f["attempt"]), (t, 0))
+        self.busy += (t - t0) * n
+        return n
+
+    def _start(self, t: float, f: dict) -> None:
+        self.open[(f["trial"], f["attempt"])] = (t, len(f.get("slots") or ()))
+        self.attempts += 1
+        self.retries += f.get("kind") == "retry"
+        self.status.setdefault(f["trial"], "pending")
+        if "config" in f:
+            self.configs[f["trial"]] = f["config"]
+
+    def _result(self, t: float, kind: str, f: dict) -> None:
+        if kind == ev.TRIAL_END:
+            self._close(f, t)
+            self.status[f["trial"]] = f["status"]
+        value = f.get("value")
+        if value is not None and (self.best is None or self.better(value, self.best[0])):
+            self.best = (value, f["trial"], t)
+            self.curve.append((t, value, f["trial"]))
+
+    def _interrupted(self, t: float, kind: str, f: dict) -> None:
+        self.lost += f.get("lost_s", 0.0) * self._close(f, t)
+        if kind == ev.TRIAL_PREEMPTED:
+            self.preempt += 1
+            return
+        self.failures += 1
+        if f.get("final"):
+            self.status[f["trial"]] = "failed"
+
+    def add(self, t: float, kind: str, f: dict) -> None:
+        if kind == ev.TRIAL_START:
+            self._start(t, f)
+        elif kind in (ev.TRIAL_END, ev.TRIAL_RESULT):
+            self._result(t, kind, f)
+        elif kind in (ev.TRIAL_FAILED, ev.TRIAL_PREEMPTED):
+            self._interrupted(t, kind, f)
+        elif kind == ev.TRIAL_CANCELLED:
+            if f.get("attempt") is not None:
+                self.lost += f.get("lost_s", 0.0) * self._close(f, t)
+            self.status[f["trial"]] = "cancelled"
+        elif kind == ev.FAILURE:
+            self.node_fail += 1
+        elif kind == ev.JOB_START:
+            self.slots = f.get("slots", self.slots) if self.slots is None else self.slots
+        elif kind == ev.JOB_END:
+            self.makespan = t
+            self.state = f.get("status", self.state)
+        if kind != ev.JOB_END:
+            self.makespan = max(self.makespan, t)
+
+    def summary(self) -> HpoSummary:
+        slots = int(self.slots or 0)
+        capacity = slots * self.makespan
+        status, best, busy = self.status.values(), self.best, self.busy
+        done = [s for s in status if s in ("completed", "paused", "stopped")]
+        return HpoSummary(
+            makespan_s=self.makespan, utilisation=busy / capacity if capacity > 0 else 0.0,
+            busy_slot_s=busy, idle_slot_s=max(capacity - busy, 0.0),
+            lost_to_failures_s=self.lost, retries=self.retries, failures=self.failures,
+            preemptions=self.preempt, node_failures=self.node_fail, attempts=self.attempts,
+            slots=slots, trials=len(self.status), trials_completed=len(done),
+            trials_stopped_early=sum(1 for s in status if s in ("paused", "stopped")),
+            trials_failed=sum(1 for s in status if s == "failed"),
+            trials_cancelled=sum(1 for s in status if s == "cancelled"),
+            status=self.state, best_trial=best[1] if best else None,
+            best_value=best[0] if best else None, best_t_s=best[2] if best else None,
+            best_config=self.configs.get(best[1]) if best else None,
+            best_so_far=tuple(self.curve))
+
+
 def summarise(events: Iterable[tuple[float, str, dict]], *, mode: str = "min",
               slots: int | None = None) -> HpoSummary:
     """The :class:`HpoSummary` of a trace given as ``(t_s, event, fields)``."""
-    better = _better(mode)
-    open_: dict[tuple[int, int], tuple[float, int]] = {}
-    status: dict[int, str] = {}
-    configs: dict[int, dict] = {}
-    busy = lost = 0.0
-    retries = failures = preempt = node_fail = attempts = 0
-    best: tuple[float, int, float] | None = None
-    curve: list[tuple[float, float, int]] = []
-    makespan = 0.0
-    state = "completed"
-
-    def close(key, t):
-        nonlocal busy
-        t0, n = open_.pop(key, (t, 0))
-        busy += (t - t0) * n
-        return n
-
+    tally = _Tally(mode, slots)
     for t, kind, f in events:
-        if kind == ev.TRIAL_START:
-            key = (f["trial"], f["attempt"])
-            open_[key] = (t, len(f.get("slots") or ()))
-            attempts += 1
-            retries += f.get("kind") == "retry"
-            status.setdefault(f["trial"], "pending")
-            if "config" in f:
-                configs[f["trial"]] = f["config"]
-        elif kind in (ev.TRIAL_END, ev.TRIAL_RESULT):
-            if kind == ev.TRIAL_END:
-                close((f["trial"], f["attempt"]), t)
-                status[f["trial"]] = f["status"]
-            value = f.get("value")
-            if value is not None and (best is None or better(value, best[0])):
-                best = (value, f["trial"], t)
-                curve.append((t, value, f["trial"]))
-        elif kind in (ev.TRIAL_FAILED, ev.TRIAL_PREEMPTED):
-            n = close((f["trial"], f["attempt"]), t)
-            lost += f.get("lost_s", 0.0) * n
-            if kind == ev.TRIAL_FAILED:
-                failures += 1
-                if f.get("final"):
-                    status[f["trial"]] = "failed"
-            else:
-                preempt += 1
-        elif kind == ev.TRIAL_CANCELLED:
-            if f.get("attempt") is not None:
-                n = close((f["trial"], f["attempt"]), t)
-                lost += f.get("lost_s", 0.0) * n
-            status[f["trial"]] = "cancelled"
-        elif kind == ev.FAILURE:
-            node_fail += 1
-        elif kind == ev.JOB_START:
-            slots = f.get("slots", slots) if slots is None else slots
-        elif kind == ev.JOB_END:
-            makespan = t
-            state = f.get("status", state)
-        makespan = max(makespan, t) if kind != ev.JOB_END else makespan
-    slots = int(slots or 0)
-    capacity = slots * makespan
-    done = [s for s in status.values() if s in ("completed", "paused", "stopped")]
-    early = sum(1 for s in status.values() if s in ("paused", "stopped"))
-    return HpoSummary(
-        makespan_s=makespan, utilisation=busy / capacity if capacity > 0 else 0.0,
-        busy_slot_s=busy, idle_slot_s=max(capacity - busy, 0.0), lost_to_failures_s=lost,
-        retries=retries, failures=failures, preemptions=preempt, node_failures=node_fail,
-        attempts=attempts, slots=slots, trials=len(status), trials_completed=len(done),
-        trials_stopped_early=early,
-        trials_failed=sum(1 for s in status.values() if s == "failed"),
-        trials_cancelled=sum(1 for s in status.values() if s == "cancelled"),
-        status=state, best_trial=best[1] if best else None,
-        best_value=best[0] if best else None, best_t_s=best[2] if best else None,
-        best_config=configs.get(best[1]) if best else None, best_so_far=tuple(curve))
+        tally.add(t, kind, f)
+    return tally.summary()
 
 
 # ---------------------------------------------------------------------- files

@@ -185,14 +185,14 @@ def compute_rate(req: Request, rules: Conventions, stats: ModelStats,
     line = records_step(system, model, framework, precision, law=False) if records else None
     if line is not None:
         return _step_rate(line, gpu, family, precision, linear)
-    own = model_cal is not None and _matches(model_cal, framework)
-    if own and (model_cal.framework is None or model_cal.precision == precision):
-        return _calibrated(model_cal, stats, gpu, model.name, family, precision, curve)
+    own = model_cal if model_cal is not None and _matches(model_cal, framework) else None
+    if own is not None and (own.framework is None or own.precision == precision):
+        return _calibrated(own, stats, gpu, model.name, family, precision, curve)
     law = records_step(system, model, framework, precision, law=True) if records else None
     if law is not None:
         return _step_rate(law, gpu, family, precision, linear)
-    if own:
-        return _calibrated(model_cal, stats, gpu, model.name, family, precision, curve)
+    if own is not None:
+        return _calibrated(own, stats, gpu, model.name, family, precision, curve)
     if model.profiled_s_per_sample:
         return replace(curve, s_per_sample=model.profiled_s_per_sample,
                        source="compute profiled (model file)")

@@ -106,6 +106,13 @@ class Estimate:
         out["collectives"] = [dict(c) for c in self.collectives]
         return out
 
+    @property
+    def iteration_s(self) -> float:
+        """Seconds per iteration of an estimate with a time (:class:`Infeasible` if none)."""
+        if self.time_per_iteration_s is None:
+            raise Infeasible(self.reason or "infeasible")
+        return self.time_per_iteration_s
+
 
 @dataclass(frozen=True)
 class _Times:

@@ -8,12 +8,13 @@ what* (a system profile) — and :func:`validate` checks it before any work is d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal, get_args
 
 from testbed.errors import InputError, UnknownNameError
 from testbed.model.ir import Model
 from testbed.oracle.state import dtype_bytes, input_bytes_per_value, optimizer_slots
 from testbed.resilience.ckpt_cost import TIERS, WRITERS
+from testbed.schema import one_of
 from testbed.systems import SystemProfile
 from testbed.units import did_you_mean
 
@@ -21,13 +22,19 @@ Strategy = Literal["serial", "data", "spatial", "filter", "channel", "pipeline",
 Mode = Literal["testbed", "paradl"]
 Schedule = Literal["gpipe", "1f1b"]
 
-STRATEGIES: tuple[str, ...] = ("serial", "data", "spatial", "filter", "channel", "pipeline",
-                               "df", "ds")
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
 #: Calibration fallback: a strategy without its own fitted factors borrows its family's.
 FAMILY = {"serial": "data", "data": "data", "spatial": "spatial", "ds": "spatial",
           "filter": "filter", "df": "filter", "channel": "channel", "pipeline": "pipeline"}
-MODES: tuple[str, ...] = ("testbed", "paradl")
-SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b")
+MODES: tuple[str, ...] = get_args(Mode)
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
+#: Strategy and schedule names in an input schema (refused with a did-you-mean).
+StrategyName = Annotated[Strategy, one_of(STRATEGIES, "strategy",
+                                          choose=f"known: {', '.join(STRATEGIES)}")]
+ScheduleName = Annotated[Schedule, one_of(SCHEDULES, "pipeline schedule",
+                                          choose=f"known: {', '.join(SCHEDULES)}")]
+#: The pipeline schedule when none is named (PipeDream's one-forward-one-backward).
+DEFAULT_SCHEDULE = "1f1b"
 #: Strategies that take a group size (model parallel inside groups, data across them).
 GROUPED = ("df", "ds")
 
@@ -59,7 +66,7 @@ class Request:
     precision: str | None = "fp32"
     optimizer: str = "momentum"
     micro_batches: int | None = None
-    schedule: str = "1f1b"
+    schedule: str = DEFAULT_SCHEDULE
     overlap: bool | None = None
     mode: str = "testbed"
     mask: tuple[bool, ...] | None = None

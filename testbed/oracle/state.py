@@ -15,16 +15,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Annotated, Literal, get_args
 
 from testbed.errors import UnknownNameError
+from testbed.schema import one_of
 from testbed.units import did_you_mean
 
 #: Per-parameter optimizer state tensors kept by each optimizer.
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "nesterov": 1, "rmsprop": 1, "adagrad": 1,
                    "adam": 2, "adamw": 2}
 
+#: Training precisions (names in any letter case are accepted, as lower case).
+TrainingPrecision = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8"]
+PRECISIONS: tuple[str, ...] = get_args(TrainingPrecision)
+#: A training precision in an input schema (any case; refused with a did-you-mean).
+PrecisionName = Annotated[TrainingPrecision, one_of(PRECISIONS, "precision", fold_case=True,
+                                                    choose=f"known: {', '.join(PRECISIONS)}")]
 #: Bytes per value for each training precision.
-DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+DTYPE_BYTES: dict[str, int] = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 #: Bytes of an fp32 value: master weights and optimizer moments under mixed precision.
 FP32_BYTES = 4
 #: Input storage formats beyond the training precisions: decoded 8-bit images

@@ -23,6 +23,7 @@ from testbed.outcomes import BREAKDOWN_KEYS, SimSummary
 from testbed.report import plots
 from testbed.report.common import ReportFiles, pct, report_folder
 from testbed.report.html import Page
+from testbed.resolve import OracleComparison
 from testbed.sweep.studies import IntervalStudy, ScenarioRun
 from testbed.units import format_duration
 
@@ -123,7 +124,7 @@ def _interval_caption(study: IntervalStudy | None) -> str:
            f"intervals) at multiples of {study.base} ({format_duration(study.base_interval_s)}),"
            f" {study.replications} replications per point, common random numbers (seed "
            f"{study.seed}); the 1× point is the scenario itself")
-    if study.daly_interval_s:
+    if study.daly_interval_s and study.young_interval_s is not None:
         cap += (f"; Young √(2δM) = {format_duration(study.young_interval_s)}, Daly = "
                 f"{format_duration(study.daly_interval_s)}")
     if study.single_level:
@@ -193,10 +194,10 @@ def _timeline(r: _Report, run: ScenarioRun) -> None:
                   "restarts and waits.", "timeline")
 
 
-def _strategies(r: _Report, run: ScenarioRun) -> None:
+def _strategies(r: _Report, comparison: OracleComparison) -> None:
     keys = ("strategy", "gpus", "samples_per_s", "time_per_iteration_s", "bottleneck",
             "memory_per_gpu_bytes")
-    rows = [{k: getattr(e, k) for k in keys} for e in run.comparison.best_per_strategy]
+    rows = [{k: getattr(e, k) for k in keys} for e in comparison.best_per_strategy]
     if not rows:
         return
     r.page.heading("Parallel strategies (oracle)")
@@ -231,7 +232,7 @@ def build_report(out_dir: str | Path, run: ScenarioRun) -> ReportFiles:
         if run.events:
             _timeline(r, run)
         if run.comparison is not None:
-            _strategies(r, run)
+            _strategies(r, run.comparison)
         if run.summary is not None:
             r.data.append(write_json(tmp / "summary.json", run.to_dict()))
         r.page.files([p.name for p in r.data])

@@ -58,13 +58,13 @@ def _ettr_series(done: list[PointAggregate], keys: list[str]):
     marks: dict[str, list] = {}
     if x_key is None:
         for r in done:
-            series.setdefault("", []).append((float(r.idx), r.stats.ettr.to_dict()))
+            series.setdefault("", []).append((float(r.idx), r.finished.ettr.to_dict()))
         return None, series, marks, "point index", False
     others = [k for k in keys if k != x_key]
     for r in done:
         name = _label(r.params, others)
         series.setdefault(name, []).append((_numeric(x_key, r.params[x_key], r.facts),
-                                            r.stats.ettr.to_dict()))
+                                            r.finished.ettr.to_dict()))
         if x_key == "checkpoint.interval":
             marks[name] = [(v, lab) for v, lab in ((r.facts.young_interval_s, "Young"),
                                                    (r.facts.daly_interval_s, "Daly")) if v]
@@ -90,7 +90,7 @@ def _figures(out: Path, page: Page, done: list[PointAggregate], keys: list[str])
         shown = [done[int(i * step)] for i in range(MAX_BARS)]
     plots.breakdown_bars(out / "sweep_breakdown.png",
                          [_label(r.params, keys) or f"#{r.idx}" for r in shown],
-                         [r.stats.breakdown_s.to_dict() for r in shown],
+                         [r.finished.breakdown_s.to_dict() for r in shown],
                          "Where the time goes (mean per run)")
     page.heading("Where the time goes")
     page.figure("sweep_breakdown.png", "Mean wall time per run by category at each point"
@@ -106,7 +106,7 @@ def _points_table(out: Path, page: Page, agg: list[PointAggregate], keys: list[s
               *BREAKDOWN_KEYS, "seed"]
     rows = []
     for r in done:
-        st = r.stats
+        st = r.finished
         rows.append([r.idx, *[r.params[k] for k in keys], st.replications, st.ettr.mean,
                      st.ettr.ci95_low, st.ettr.ci95_high, st.wall_time_s.mean,
                      st.wall_time_s.ci95_low, st.wall_time_s.ci95_high, st.failures.mean,
@@ -114,10 +114,10 @@ def _points_table(out: Path, page: Page, agg: list[PointAggregate], keys: list[s
     write_csv(out / "points.csv", header, rows)
     page.heading("Points")
     page.table(["point", *keys, "reps", "ETTR", "95% CI", "wall time", "failures"],
-               [(r.idx, *[r.params[k] for k in keys], r.stats.replications,
-                 pct(r.stats.ettr.mean), f"[{pct(r.stats.ettr.ci95_low)}, "
-                 f"{pct(r.stats.ettr.ci95_high)}]", format_duration(r.stats.wall_time_s.mean),
-                 f"{r.stats.failures.mean:.2f}") for r in done])
+               [(r.idx, *[r.params[k] for k in keys], r.finished.replications,
+                 pct(r.finished.ettr.mean), f"[{pct(r.finished.ettr.ci95_low)}, "
+                 f"{pct(r.finished.ettr.ci95_high)}]", format_duration(r.finished.wall_time_s.mean),
+                 f"{r.finished.failures.mean:.2f}") for r in done])
     bad = [r for r in agg if r.infeasible]
     if bad:
         page.heading("Infeasible points (skipped)")

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from testbed.calibration.section import StorageFit
 from testbed.errors import InputError
@@ -49,8 +49,8 @@ from testbed.systems import StorageSpec
 
 Writers = Literal["single", "dp-shard", "all"]
 CkptTier = Literal["pfs", "node-local", "burst-buffer"]
-WRITERS: tuple[str, ...] = ("single", "dp-shard", "all")
-TIERS: tuple[str, ...] = ("pfs", "node-local", "burst-buffer")
+WRITERS: tuple[str, ...] = get_args(Writers)
+TIERS: tuple[str, ...] = get_args(CkptTier)
 #: Creating a file on a node-local file system (ext4/xfs on NVMe): tens of µs.
 LOCAL_FILE_CREATE_S = 1e-4
 #: Host link when the profile gives none: PCIe 3.0 x16 (15.75 GB/s line rate, about

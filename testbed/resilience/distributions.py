@@ -21,10 +21,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
-FAMILIES = ("exponential", "weibull", "lognormal")
+#: Families of inter-arrival and repair-time distributions.
+Family = Literal["exponential", "weibull", "lognormal"]
+FAMILIES: tuple[str, ...] = get_args(Family)
+#: A duration's kind: fixed, or drawn from a family.
+DrawnKind = Literal["fixed", Family]
+DRAWN_KINDS: tuple[str, ...] = get_args(DrawnKind)
 
 
 @dataclass(frozen=True)

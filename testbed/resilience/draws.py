@@ -9,8 +9,11 @@ failure clock, advancing at a rate that changes with the job's phase and members
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
-from testbed.resilience.distributions import Interarrival
+import numpy as np
+
+from testbed.resilience.distributions import Drawn, Interarrival
 from testbed.resilience.streams import stream
 
 INF = math.inf
@@ -23,8 +26,10 @@ class Buffer:
 
     __slots__ = ("rng", "fn", "buf")
 
-    def __init__(self, rng, fn) -> None:
-        self.rng, self.fn, self.buf = rng, fn, []
+    def __init__(self, rng: np.random.Generator,
+                 fn: Callable[[np.random.Generator, int], np.ndarray]) -> None:
+        self.rng, self.fn = rng, fn
+        self.buf: list[float] = []
 
     def next(self) -> float:
         if not self.buf:
@@ -37,7 +42,7 @@ class Durations:
 
     __slots__ = ("fixed", "buf")
 
-    def __init__(self, drawn, seed: int, rep: int, purpose: str, index: int) -> None:
+    def __init__(self, drawn: Drawn, seed: int, rep: int, purpose: str, index: int) -> None:
         self.fixed = drawn.mean_s if drawn.is_fixed else None
         if self.fixed is None:
             dist = Interarrival(drawn.kind, drawn.mean_s, drawn.shape, drawn.sigma)

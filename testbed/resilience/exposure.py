@@ -12,13 +12,18 @@ stop). Under ``exposure: running`` nothing fails unless the job runs (AIReSim's 
 from __future__ import annotations
 
 import itertools
+from typing import Literal, get_args
 
 from testbed.resilience.failures import FailureModel
 from testbed.resilience.lifecycle import Lifecycle
 
 RUNNING, RESTARTING, WAITING, DONE = 0, 1, 2, 3
-EXPOSURES = ("in_use", "running")
-STARTS = ("stationary", "fresh")
+#: When causes strike: ``in_use`` (see ops), ``running`` (only while the job runs).
+Exposure = Literal["in_use", "running"]
+EXPOSURES: tuple[str, ...] = get_args(Exposure)
+#: How renewal clocks start: in equilibrium (``stationary``) or new at t = 0 (``fresh``).
+ClockStart = Literal["stationary", "fresh"]
+STARTS: tuple[str, ...] = get_args(ClockStart)
 
 
 def cause_tables(failures: FailureModel) -> tuple[list[float], list[float], float]:

@@ -181,15 +181,17 @@ class FailureModel:
         nxt = next(primary, None)
         if nxt is not None:
             heapq.heappush(heap, (nxt[0], next(order), 0, nxt[1]))
-        if self.maintenance_every_s is not None:
+        every_s = self.maintenance_every_s
+        if every_s is not None:
             first = self.maintenance_first_s if self.maintenance_first_s is not None \
-                else self.maintenance_every_s
+                else every_s
             heapq.heappush(heap, (first, next(order), 2, -1))
         while heap:
             t, _, kind, node = heapq.heappop(heap)
             if kind == 2:
                 yield Failure(t, -1, MAINTENANCE, 0.0, t + self.maintenance_duration_s)
-                heapq.heappush(heap, (t + self.maintenance_every_s, next(order), 2, -1))
+                if every_s is not None:          # kind 2 exists only when it is set
+                    heapq.heappush(heap, (t + every_s, next(order), 2, -1))
                 continue
             c = pick()
             yield Failure(t, node, c, repairs[c], t)

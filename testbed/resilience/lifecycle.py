@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from testbed.resilience.distributions import ZERO, Drawn
 
@@ -78,7 +79,11 @@ HOST_POLICIES = ("random", "fewest_failures", "highest_score")
 #: When the automatic stage escalates: ``always`` — with probability ``escalation``
 #: whatever the (unobservable) outcome, the AIReSim paper's model; ``on_failure`` —
 #: only automatic repairs that did not fix the node can escalate.
-ESCALATE = ("always", "on_failure")
+Escalate = Literal["always", "on_failure"]
+ESCALATE: tuple[str, ...] = get_args(Escalate)
+#: How a retirement's window and score rules combine.
+Combine = Literal["any", "all"]
+COMBINE: tuple[str, ...] = get_args(Combine)
 
 
 @dataclass(frozen=True)

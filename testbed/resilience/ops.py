@@ -40,7 +40,7 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import NamedTuple
 
 from testbed import events as ev
@@ -57,6 +57,7 @@ from testbed.resilience.exposure import (
 )
 from testbed.resilience.failures import FailureModel
 from testbed.resilience.lifecycle import S_IDLE, S_RUN, S_SPARE, S_STANDBY, Lifecycle
+from testbed.resilience.maintenance import Windows
 from testbed.resilience.pools import Pools
 from testbed.resilience.repairs import RepairShop
 from testbed.resilience.spec import RunLimits
@@ -171,7 +172,7 @@ class ClusterOps(Pools, RepairShop):
         self.fails = [0] * total
         self.repairs_done = [0] * total
         self.last_fail = [-INF] * total
-        sc = life.retirement.score if life.scored else None
+        sc = life.retirement.score if life.retirement is not None else None
         self.score_rule = sc
         self.score = [sc.initial if sc else 0.0] * total
         self.gjoin = [0] * total
@@ -219,8 +220,10 @@ class ClusterOps(Pools, RepairShop):
         self.iheap_f: list[tuple[float, int, int]] = []
         self.key = INF
         self.ikey = INF
-        if self.lane == "job":
-            dist = fm.interarrival
+        dist = fm.interarrival           # None only in the "none" lane
+        if dist is None:
+            pass
+        elif self.lane == "job":
             if fm.start == "stationary" and dist.kind != "exponential":
                 self.key = float(dist.equilibrium(self.r_life, 1)[0])
             else:
@@ -229,7 +232,6 @@ class ClusterOps(Pools, RepairShop):
             self.key = self.gaps.next()
             self.ikey = self.idle_gaps.next()
         elif self.lane == "clocks":
-            dist = fm.interarrival
             total = len(self.state)
             first = (dist.equilibrium(self.r_life, total) if fm.start == "stationary"
                      else dist.draw(self.r_life, total)).tolist()
@@ -459,8 +461,9 @@ class ClusterOps(Pools, RepairShop):
 
     def _settle(self, node: int) -> None:
         """Credit ``node``'s uptime periods so far into its stored score."""
-        if self.state[node] == S_RUN:
-            self.score[node] += self.score_rule.increment * (self.G - self.gjoin[node])
+        rule = self.score_rule
+        if rule is not None and self.state[node] == S_RUN:
+            self.score[node] += rule.increment * (self.G - self.gjoin[node])
             self.gjoin[node] = self.G
 
     # ----------------------------------------------------------------- replacement
@@ -474,7 +477,6 @@ class ClusterOps(Pools, RepairShop):
         if not need:
             self._stalling = False
             return holds, False, False
-        life = self.life
         k = min(need, len(self.standby))
         if k:
             nodes = [self._pop_standby() for _ in range(k)]
@@ -486,37 +488,7 @@ class ClusterOps(Pools, RepairShop):
             self._log(t, ev.STANDBY_SWAP, nodes=nodes)
             need -= k
         if need:
-            want = need + max(0, life.standbys - len(self.standby))
-            avail = INF if life.spares is None else len(self.idle)
-            if avail < want and self.spare:
-                p = min(want - avail, len(self.spare))
-                wait = 0.0
-                for _ in range(p):
-                    node = self.spare.pop()
-                    self._push_idle(node)
-                    if self._idle_clocked():
-                        self._idle_clock_in(node, t)
-                    wait += self.d_preempt.next()
-                self.counts["preemptions"] += p
-                holds.append((PREEMPTION, WAITING, wait))
-                self._log(t, ev.PREEMPTION, nodes=p)
-                avail += p
-            take = min(need, avail)
-            if take:
-                nodes = self._take_idle(take)
-                for node in nodes:
-                    self._clock_leave_idle(node, t)
-                    self._join_job(t, node)
-                refill = min(life.standbys - len(self.standby),
-                             INF if life.spares is None else len(self.idle))
-                for node in self._take_idle(int(max(0, refill))):
-                    self._push_standby(node)
-                    if self._idle_clocked():
-                        self._idle_clock_in(node, t)
-                self.counts["host_selections"] += 1
-                holds.append((HOST_SELECTION, RESTARTING, self.d_hs.next()))
-                self._log(t, ev.HOST_SELECTION, nodes=nodes, policy=life.host_policy)
-                need -= take
+            need -= self._from_pool(t, need, holds)
         self._rates(t)
         short = need > 0
         depleted = short and self.in_repair == 0
@@ -526,6 +498,48 @@ class ClusterOps(Pools, RepairShop):
         if depleted:
             self._log(t, ev.DEPLETED, short=need)
         return holds, short, depleted
+
+    def _from_pool(self, t: float, need: int, holds: list[tuple[str, int, float]]) -> int:
+        """Host selection from the idle pool for ``need`` empty slots (preempting
+        spare-pool nodes when it is short) and refilling the standbys; the slots filled."""
+        life = self.life
+        want = need + max(0, life.standbys - len(self.standby))
+        unlimited = life.spares is None      # an unlimited pool has every node at hand
+        avail = want if unlimited else len(self.idle)
+        if avail < want and self.spare:
+            avail += self._preempt(t, min(want - avail, len(self.spare)), holds)
+        take = min(need, avail)
+        if not take:
+            return 0
+        nodes = self._take_idle(take)
+        for node in nodes:
+            self._clock_leave_idle(node, t)
+            self._join_job(t, node)
+        refill = life.standbys - len(self.standby)
+        if not unlimited:
+            refill = min(refill, len(self.idle))
+        for node in self._take_idle(max(0, refill)):
+            self._push_standby(node)
+            if self._idle_clocked():
+                self._idle_clock_in(node, t)
+        self.counts["host_selections"] += 1
+        holds.append((HOST_SELECTION, RESTARTING, self.d_hs.next()))
+        self._log(t, ev.HOST_SELECTION, nodes=nodes, policy=life.host_policy)
+        return take
+
+    def _preempt(self, t: float, count: int, holds: list[tuple[str, int, float]]) -> int:
+        """Move ``count`` spare-pool nodes into the idle pool (one preemption hold)."""
+        wait = 0.0
+        for _ in range(count):
+            node = self.spare.pop()
+            self._push_idle(node)
+            if self._idle_clocked():
+                self._idle_clock_in(node, t)
+            wait += self.d_preempt.next()
+        self.counts["preemptions"] += count
+        holds.append((PREEMPTION, WAITING, wait))
+        self._log(t, ev.PREEMPTION, nodes=count)
+        return count
 
     def _clock_leave_idle(self, node: int, t: float) -> None:
         if self._idle_clocked():
@@ -537,7 +551,8 @@ class ClusterOps(Pools, RepairShop):
 
     # ----------------------------------------------------------------- the job's holds
     def recovery(self, t: float, detect_s: float, requeue_s: float, load_s: float,
-                 windows=None, stop_ckpt_s: float = 0.0) -> Iterator[Hold]:
+                 windows: Windows | None = None,
+                 stop_ckpt_s: float = 0.0) -> Generator[Hold, float, None]:
         """The holds of a restart after a failure at ``t`` (send each hold's end time
         back): detect → replacements (swap, preemption, host selection, stalls) → wait
         for an open maintenance window → requeue → load → wait if a planned stop has
@@ -578,7 +593,8 @@ class ClusterOps(Pools, RepairShop):
                 self.set_phase(t, WAITING)
                 yield Hold(MAINTENANCE, WAITING, end)
 
-    def planned_stop(self, t: float, ckpt_s: float, end_s: float) -> Iterator[Hold]:
+    def planned_stop(self, t: float, ckpt_s: float,
+                     end_s: float) -> Generator[Hold, float, None]:
         """A planned stop at ``t``: write the checkpoint (still running), then the window."""
         if ckpt_s > 0:
             t = yield Hold(PLANNED_CKPT, RUNNING, t + ckpt_s)

@@ -64,10 +64,10 @@ class JobPlan:
         full = math.floor(work_s / interval_s + 1e-9)
         rest = work_s - full * interval_s
         if rest <= 1e-9 * work_s:
-            n, last = full, interval_s
+            n, last_s = full, interval_s
         else:
-            n, last = full + 1, rest
-        return cls(work_s=work_s, interval_s=interval_s, n_segments=n, last_s=last,
+            n, last_s = full + 1, rest
+        return cls(work_s=work_s, interval_s=interval_s, n_segments=n, last_s=last_s,
                    levels=levels, persist_s=persist_s, restart_load_s=restart_load_s)
 
     @property
@@ -80,7 +80,17 @@ class JobPlan:
 
     def segment_steps(self, i: int) -> int:
         """Training steps of segment ``i`` (stepped mode)."""
-        return self.last_steps if i == self.n_segments else self.interval_steps
+        steps = self.last_steps if i == self.n_segments else self.interval_steps
+        if steps is None:
+            raise ValueError("segment_steps needs a plan built in stepped mode (step_s)")
+        return steps
+
+    def steps_at(self, idx: int) -> int:
+        """Training steps committed by checkpoint ``idx`` (stepped mode)."""
+        if idx >= self.n_segments:
+            return (self.n_segments - 1) * self.segment_steps(1) + self.segment_steps(
+                self.n_segments)
+        return idx * self.segment_steps(1)
 
     def work_at(self, idx: int) -> float:
         """Committed compute after checkpoint ``idx``."""

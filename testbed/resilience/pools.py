@@ -7,6 +7,7 @@ import heapq
 from collections import deque
 
 from testbed import events as ev
+from testbed.resilience.cluster_state import ClusterState
 from testbed.resilience.draws import Clock
 from testbed.resilience.lifecycle import S_GONE, S_IDLE, S_RUN, S_STANDBY
 from testbed.resilience.policies import NodeRecord, checked_choice
@@ -14,7 +15,7 @@ from testbed.resilience.policies import NodeRecord, checked_choice
 INF = float("inf")
 
 
-class Pools:
+class Pools(ClusterState):
     """Slots of the job, standbys (first in, first out), the idle pool (a list for
     uniform picks, a heap of policy keys for the ordered policies), fresh nodes of an
     unlimited pool."""
@@ -102,13 +103,14 @@ class Pools:
         life = self.life
         self.state.append(S_IDLE)
         self.bad.append(bool(life.bad_fraction and self.r_life.random() < life.bad_fraction))
-        for arr, v in ((self.ver, 0), (self.iver, 0), (self.fails, 0), (self.repairs_done, 0),
-                       (self.last_fail, -INF), (self.gjoin, 0), (self.slot_of, -1),
-                       (self.jkey, 0.0)):
-            arr.append(v)
+        for counters in (self.ver, self.iver, self.fails, self.repairs_done, self.gjoin):
+            counters.append(0)
+        self.last_fail.append(-INF)
+        self.slot_of.append(-1)
+        self.jkey.append(0.0)
         self.score.append(self.score_rule.initial if self.score_rule else 0.0)
         self.rem.append(self.gaps.next() if self.lane == "clocks" else 0.0)
-        if self.recent is not None:
+        if self.recent is not None and self.window is not None:
             self.recent.append(deque(maxlen=self.window.failures))
         return node
 

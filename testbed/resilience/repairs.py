@@ -8,6 +8,7 @@ from __future__ import annotations
 import heapq
 
 from testbed import events as ev
+from testbed.resilience.cluster_state import ClusterState
 from testbed.resilience.lifecycle import (
     S_AUTO,
     S_GONE,
@@ -21,7 +22,7 @@ from testbed.resilience.lifecycle import (
 )
 
 
-class RepairShop:
+class RepairShop(ClusterState):
     """Repairs (heap of stage completions, FIFO queue for technicians)."""
 
     def _to_repair(self, t: float, node: int, cause: int, repair_s: float | None) -> None:
@@ -72,6 +73,7 @@ class RepairShop:
         if stage == STAGE_AUTO:
             self.counts["repairs_automatic"] += 1
             stage_a = life.automatic
+            assert stage_a is not None      # an automatic stage runs only in a pipeline
             if life.escalate == "always":
                 up = life.manual is not None and life.escalation and u() < life.escalation
                 fixed = None if up else u() >= stage_a.silent_failure
@@ -86,7 +88,9 @@ class RepairShop:
             self._finish(t, node, bool(fixed), stage)
             return
         self.counts["repairs_manual"] += 1
-        self._finish(t, node, u() >= life.manual.silent_failure, stage)
+        manual = life.manual
+        assert manual is not None           # reached only by escalating to a manual stage
+        self._finish(t, node, u() >= manual.silent_failure, stage)
 
     def _finish(self, t: float, node: int, fixed: bool, stage: int) -> None:
         """A repair is over: cure, count, retire or return the node."""
@@ -111,7 +115,7 @@ class RepairShop:
         if rule is None:
             return False
         votes = []
-        if rule.window is not None:
+        if rule.window is not None and self.recent is not None:
             q = self.recent[node]
             votes.append(len(q) >= rule.window.failures and t - q[0] <= rule.window.within_s)
         if rule.score is not None and rule.score.threshold is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, get_args
 
 from testbed.resilience import closed_forms, intervals
 from testbed.resilience.exposure import cause_tables, phase_speeds
@@ -21,8 +22,13 @@ from testbed.resilience.maintenance import Windows
 from testbed.resilience.plan import JobPlan
 
 #: Checkpoint policies and how Daly's interval may be computed.
-POLICIES = ("none", "fixed", "young", "daly", "multilevel")
-DALY_ORDERS = ("first", "higher", "exact")
+Policy = Literal["none", "fixed", "young", "daly", "multilevel"]
+POLICIES: tuple[str, ...] = get_args(Policy)
+DalyOrder = Literal["first", "higher", "exact"]
+#: The simulator engines: the fast exact path and the step-by-step SimPy engine.
+Engine = Literal["fast", "simpy"]
+ENGINES: tuple[str, ...] = get_args(Engine)
+DALY_ORDERS: tuple[str, ...] = get_args(DalyOrder)
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,8 @@ class SpecFacts:
     def from_dict(cls, data: dict) -> SpecFacts:
         if data.get("infeasible") and "policy" not in data:
             return cls.infeasible_point(data["infeasible"])
-        values = {k: data.get(k) for k in cls.__dataclass_fields__ if k != "levels"}
+        values: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__
+                                  if k != "levels"}
         values["levels"] = tuple(LevelFacts(**lv) for lv in data.get("levels", ()))
         return cls(**values)
 
@@ -106,7 +113,8 @@ class RunLimits:
 
 
 #: Figures an adaptive run can aim its confidence interval at.
-TARGET_FIGURES = ("ettr", "wall_time", "failures")
+TargetFigure = Literal["ettr", "wall_time", "failures"]
+TARGET_FIGURES: tuple[str, ...] = get_args(TargetFigure)
 
 
 @dataclass(frozen=True)
@@ -224,7 +232,8 @@ def closed_form_wall_s(model: FailureModel, plan: JobPlan, *, cost_s: float, res
     if len(extras) > 1 or any(c.survives is not None for c in causes):
         return None, None
     detect, requeue = next(iter(extras)) if extras else (0.0, 0.0)
-    down = _expected_down_s(model, plan, life, nodes, spares, detect, requeue + plan.load_of(0))
+    down = _expected_down_s(model, model.interarrival.mean_s, nodes, spares, detect,
+                            requeue + plan.load_of(0))
     if down is None:
         return None, None
     if not model.lose_work:
@@ -238,21 +247,22 @@ def closed_form_wall_s(model: FailureModel, plan: JobPlan, *, cost_s: float, res
     return exact, daly
 
 
-def _expected_down_s(model: FailureModel, plan: JobPlan, life: Lifecycle, nodes: int,
+def _expected_down_s(model: FailureModel, gap_mean_s: float, nodes: int,
                      spares: int | None, detect_s: float, rest_s: float) -> float | None:
-    """E[A] of the restart after a failure, where a closed form holds (else None)."""
+    """E[A] of the restart after a failure, where a closed form holds (else None);
+    ``gap_mean_s`` is the mean time between failures of the model's clock."""
     _, _, p_hw = cause_tables(model)
     speed = phase_speeds(model, p_hw)[1]
     if not model.per_node:
         if spares is not None:
             return None
-        return closed_forms.expected_down_job_s(model.interarrival.mean_s, speed,
+        return closed_forms.expected_down_job_s(gap_mean_s, speed,
                                                 detect_s + rest_s)
     repairs = {c.repair_s for c in model.causes if not c.job_induced}
     if spares is None:
-        return closed_forms.expected_down_nodes_s(nodes, model.interarrival.mean_s, speed,
+        return closed_forms.expected_down_nodes_s(nodes, gap_mean_s, speed,
                                                   p_hw, detect_s, rest_s)
     if nodes == 1 and spares == 0 and len(repairs) == 1:
-        return closed_forms.expected_down_nodes_s(1, model.interarrival.mean_s, speed, p_hw,
+        return closed_forms.expected_down_nodes_s(1, gap_mean_s, speed, p_hw,
                                                   detect_s, rest_s, repair_s=repairs.pop())
     return None

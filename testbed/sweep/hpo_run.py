@@ -29,6 +29,7 @@ import math
 import os
 import time
 from collections import deque
+from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,7 +158,7 @@ def run_sweep(scenario: str, *, executor: str = "local", workers: int | None = N
 
 def sweep_key(sc: Scenario, plan: HpoPlan, slots: int) -> str:
     """The store's name for this sweep: the hpo section, seed, name and worker count."""
-    key = dumps({"hpo": sc.hpo.model_dump(mode="json"), "seed": plan.seed, "slots": slots,
+    key = dumps({"hpo": plan.spec.model_dump(mode="json"), "seed": plan.seed, "slots": slots,
                  "name": sc.name})
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
@@ -195,7 +196,7 @@ class _Driver:
         root = Path(ckpt_dir) if ckpt_dir else Path(f"{store.path}.ckpt")
         self.ckpt_root = root.resolve() / self.sweep
         self.ctl = Controller(plan, make_sampler(plan))
-        self.live: dict[Any, tuple[Start, int | None]] = {}
+        self.live: dict[Any, tuple[Start, int | None, str]] = {}   # future → (start, injection, cause)
         self.fired: set[int] = set()
         self.committed = 0
         self.ran = self.skipped = 0
@@ -207,7 +208,7 @@ class _Driver:
 
     # ------------------------------------------------------------------ recording
 
-    def _flush(self, trials: set[int] = frozenset()) -> None:
+    def _flush(self, trials: Iterable[int] = ()) -> None:
         ctl = self.ctl
         new = ctl.events[self.committed:]
         rows = [{"trial": t.index, "status": t.status, "attempts": t.attempts,
@@ -275,7 +276,7 @@ class _Driver:
 
     def _kill_plan(self, s: Start) -> tuple[int | None, int | None, float | None, str]:
         """(injection, kill at epoch, kill after seconds, cause) for an attempt."""
-        best = None
+        best: tuple[int | None, int | None, float | None, str] | None = None
         for i, inj in enumerate(self.spec.inject_failures):
             if inj.trial != s.trial or i in self.fired:
                 continue

@@ -14,6 +14,7 @@ import hashlib
 import os
 import socket
 import time
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +92,7 @@ def _load_once(path: str | Path):
 
 
 def plan_points(raw: dict, base, source: str, overrides_list: list[dict[str, Any]], *,
-                axes: list[Axis] = (), replications: int | None = None,
+                axes: Sequence[Axis] = (), replications: int | None = None,
                 seed: int | None = None, engine: str | None = None,
                 common_seed: bool = False
                 ) -> tuple[list[Point], list[SimSpec | None], list[SpecFacts]]:
@@ -103,8 +104,9 @@ def plan_points(raw: dict, base, source: str, overrides_list: list[dict[str, Any
         try:
             data = apply_implications(apply_overrides(raw, overrides), overrides)
             sc = scenario_from_dict(data, source=source, lines=base.lines)
-            spec: SimSpec | None = resolve(sc)
-            fact = spec.facts
+            resolved = resolve(sc)
+            spec: SimSpec | None = resolved
+            fact = resolved.facts
         except Infeasible as exc:
             spec, fact = None, SpecFacts.infeasible_point(exc.reason)
         except ScenarioError as exc:
@@ -303,6 +305,13 @@ class PointAggregate:
     @property
     def infeasible(self) -> str | None:
         return self.facts.infeasible
+
+    @property
+    def finished(self) -> Replicated:
+        """The statistics of a finished point (for lists filtered on :attr:`done`)."""
+        if self.stats is None:
+            raise ValueError(f"point {self.idx} has not finished")
+        return self.stats
 
     def to_dict(self) -> dict:
         out: dict[str, Any] = {"idx": self.idx, "params": self.params, "seed": self.seed,

@@ -191,9 +191,9 @@ class InputPrecisionComparison:
 def _side(sc: Scenario, summary: SimSummary) -> PrecisionSide:
     est = oracle_estimate(sc)
     return PrecisionSide(
-        input_precision=sc.workload.input_precision or "uint8",
+        input_precision=(sc.workload.input_precision if sc.workload else None) or "uint8",
         input_bytes_per_sample=est.input_bytes_per_sample or 0.0,
-        dataset_bytes=est.dataset_bytes or 0.0, time_per_iteration_s=est.time_per_iteration_s,
+        dataset_bytes=est.dataset_bytes or 0.0, time_per_iteration_s=est.iteration_s,
         io_s=est.io_s or 0.0, compute_s=est.compute_s or 0.0, bottleneck=est.bottleneck or "",
         wall_time_s=summary.stats.wall_time_s.mean, ettr=summary.stats.ettr.mean)
 

@@ -122,10 +122,12 @@ def test_sigterm_and_ctrl_c_exit_130_and_the_rerun_resumes_exactly(tmp_path, swe
 
 @pytest.mark.timeout(300)
 def test_two_sweeps_on_one_store_never_compute_the_same_point(tmp_path, sweep_scenario):
+    # 3,000 replications a point keep the first sweep busy for ~10 s (the second one's
+    # start-up takes ~2 s), so the second always finds points in flight elsewhere
     db = tmp_path / "shared.db"
-    first = _start(sweep_scenario, db, reps=200)
+    first = _start(sweep_scenario, db, reps=3000)
     _wait_for_points(first, db, 2)
-    second = run_testbed(*_args(sweep_scenario, db, reps=200), "--json", timeout=240)
+    second = run_testbed(*_args(sweep_scenario, db, reps=3000), "--json", timeout=240)
     assert second.returncode == 0, second.stderr
     report = json.loads(second.stdout)
     out, err = first.communicate(timeout=240)
@@ -138,5 +140,5 @@ def test_two_sweeps_on_one_store_never_compute_the_same_point(tmp_path, sweep_sc
                                  "replication) FROM results").fetchone()
     con.close()
     assert rows == distinct and per_point <= POINTS
-    final = run_testbed(*_args(sweep_scenario, db, reps=200), "--json", timeout=240)
+    final = run_testbed(*_args(sweep_scenario, db, reps=3000), "--json", timeout=240)
     assert json.loads(final.stdout)["ran"] + per_point == POINTS

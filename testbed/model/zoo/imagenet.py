@@ -74,7 +74,7 @@ def vgg16(input_shape: tuple[int, ...] = IMAGENET_SHAPE, classes: int = 1000) ->
     h = g.last
     conv_i = pool_i = 0
     for item in VGG16_CFG:
-        if item == "M":
+        if isinstance(item, str):          # "M": a max pool
             pool_i += 1
             h = g.pool(f"features.pool{pool_i}", h, "maxpool", 2, stride=2)
         else:
