@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from real_runs.env import capture_environment, child_env, python_cmd
+from real_runs.env import ChildFailed, capture_environment, child_env, python_cmd
 from real_runs.records import (
     checkpoint_records,
     collective_records,
@@ -91,7 +91,7 @@ def run_steps(points: tuple[StepPoint, ...], design: Design, out: Collected,
                               text=True, env=child_env(), timeout=1800)
         if proc.returncode != 0:
             tail = proc.stderr.strip().splitlines()
-            raise RuntimeError(f"step benchmark failed: {tail[-1] if tail else proc.returncode}")
+            raise ChildFailed(f"step benchmark failed: {tail[-1] if tail else proc.returncode}")
         results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         stamp = utc_now()
         for p, result in zip(mine, results, strict=True):
@@ -134,7 +134,7 @@ def _mpi_rows(part: CollectivePart, sizes: tuple[int, ...]) -> tuple[list[dict],
     proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=900)
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()
-        raise RuntimeError(f"MPI benchmark failed: {tail[-1] if tail else proc.returncode}")
+        raise ChildFailed(f"MPI benchmark failed: {tail[-1] if tail else proc.returncode}")
     report = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("{")))
     rows = [{**r, "backend": "mpi", "processes": r["world_size"]} for r in report["rows"]]
     return rows, report["env"]

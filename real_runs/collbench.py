@@ -22,6 +22,7 @@ import sys
 import time
 
 from real_runs.distributed import init_process_group
+from real_runs.env import ChildFailed
 
 #: 4 B … 4 MiB in steps of ×4: the latency-bound and the bandwidth-bound regimes.
 DEFAULT_SIZES = tuple(4 * 4**k for k in range(11))
@@ -100,7 +101,7 @@ def run_local(world: int, sizes: tuple[int, ...], repeats: int, backend: str = "
             out, err = proc.communicate(timeout=timeout_s)
             if proc.returncode != 0:
                 tail = err.strip().splitlines()
-                raise RuntimeError(f"collective benchmark rank failed: {tail[-1] if tail else proc.returncode}")
+                raise ChildFailed(f"collective benchmark rank failed: {tail[-1] if tail else proc.returncode}")
             outputs.append(out)
     finally:
         for proc in procs:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from real_runs.distributed import init_process_group
-from real_runs.env import child_env, python_cmd
+from real_runs.env import ChildFailed, child_env, python_cmd
 from real_runs.harness import (
     DataIterator,
     RunConfig,
@@ -319,7 +319,7 @@ def supervise_group(cfg: RunConfig, ckpt_dir: Path | None, kills: list[RankKill]
             if time.perf_counter() > deadline:
                 for proc in procs:
                     proc.kill()
-                raise RuntimeError("distributed run exceeded its time limit")
+                raise ChildFailed("distributed run exceeded its time limit")
             if rec is None:
                 finished += 1
                 continue
@@ -343,7 +343,7 @@ def supervise_group(cfg: RunConfig, ckpt_dir: Path | None, kills: list[RankKill]
             incarnation += 1
             continue
         if any(codes) or len(results) != world:
-            raise RuntimeError(f"distributed run failed: exit codes {codes}")
+            raise ChildFailed(f"distributed run failed: exit codes {codes}")
         break
     shas = {rec["params_sha256"] for rec in results.values()}
     return {"world_size": world, "kills": len(killed_ranks), "killed_ranks": killed_ranks,

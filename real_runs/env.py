@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from testbed.errors import TestbedError
 from testbed.measurements import Environment
 
 #: Distribution names of each framework (first installed one wins), for version capture.
@@ -75,23 +76,47 @@ def write_json_lines(records: Callable[[], Iterable[dict[str, Any]]]) -> int:
     return 0
 
 
+class ChildFailed(TestbedError):
+    """A framework child process failed on its own (out of memory, a framework error, a
+    time limit): not the user's input, so the CLI says it in one line and exits 1."""
+
+
 def child_error(returncode: int, stderr: str, what: str) -> Exception:
     """Parent side: the error of a child that failed — its bad input again as an
-    :class:`InputError`, anything else as ``RuntimeError("<what> failed: …")``."""
+    :class:`InputError`, anything else as ``ChildFailed("<what> failed: …")``."""
     from testbed.errors import InputError
     tail = stderr.strip().splitlines()
     message = tail[-1] if tail else f"exit status {returncode}"
     if returncode == INPUT_ERROR_STATUS:
         return InputError(message.removeprefix(ERROR_PREFIX))
-    return RuntimeError(f"{what} failed: {message}")
+    return ChildFailed(f"{what} failed: {message}")
+
+
+def available_memory_bytes() -> int | None:
+    """Memory the kernel can give a new process now (Linux ``MemAvailable``; the
+    physical memory elsewhere), or None when the system does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as stream:
+            for line in stream:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return None
 
 
 def run_json_child(module: str, args: list[str], *, timeout_s: float, what: str
                    ) -> list[dict[str, Any]]:
     """Run ``python -m module args`` (single-threaded libraries) and return the JSON
     records it wrote; raises :func:`child_error` when it fails."""
-    proc = subprocess.run(python_cmd(module, *args), capture_output=True, text=True,
-                          env=child_env(), timeout=timeout_s)
+    try:
+        proc = subprocess.run(python_cmd(module, *args), capture_output=True, text=True,
+                              env=child_env(), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise ChildFailed(f"{what} failed: no result within {timeout_s:g} s") from None
     if proc.returncode != 0:
         raise child_error(proc.returncode, proc.stderr, what)
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

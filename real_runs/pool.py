@@ -17,11 +17,10 @@ import json
 import subprocess
 from typing import IO, Any
 
-from real_runs.env import child_env, python_cmd
-from testbed.errors import TestbedError
+from real_runs.env import ChildFailed, child_env, python_cmd
 
 
-class WorkerError(TestbedError):
+class WorkerError(ChildFailed):
     """A pooled worker failed (one line, exit 1 in the CLI)."""
 
 

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
-from real_runs.env import run_json_child
+from real_runs.env import ChildFailed, run_json_child
 from real_runs.harness import RunConfig
 from testbed.errors import InputError
 
@@ -31,7 +31,7 @@ def _stepbench(cfg: RunConfig, warmup: int, layer_steps: int, timeout_s: float) 
             str(cfg.steps), "--budget-s", "1e9", "--layer-steps", str(layer_steps)]
     lines = run_json_child("real_runs.stepbench", args, timeout_s=timeout_s, what="profile run")
     if not lines:
-        raise RuntimeError("profile run failed: it wrote no result")
+        raise ChildFailed("profile run failed: it wrote no result")
     return lines[0]
 
 

@@ -23,18 +23,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from real_runs.env import ERROR_PREFIX, INPUT_ERROR_STATUS, child_env, python_cmd
+from real_runs.env import ERROR_PREFIX, INPUT_ERROR_STATUS, ChildFailed, child_env, python_cmd
 from real_runs.faults import KillSpec, damage_checkpoint
 from real_runs.harness import RunConfig
 from real_runs.store import CheckpointStore
 from testbed import events as ev
-from testbed.errors import InputError, TestbedError
+from testbed.errors import InputError
 
 #: How long the worker pauses inside a checkpoint write when a kill is planned there.
 SLOW_WRITE_S = 5.0
 
 
-class WorkerFailed(TestbedError):
+class WorkerFailed(ChildFailed):
     """The worker exited on its own with an error (not killed by us): the command says
     so in one line and exits 1 (it is not the user's input that is wrong)."""
 

@@ -156,8 +156,10 @@ def error_from(exc: ValidationError, root: type[BaseModel], *, source: str,
     """The most specific error of ``exc`` as one :class:`ScenarioError`."""
     lines = lines or {}
     errors = exc.errors(include_url=False)
-    # in a union (``causes: str | list``) the most specific error is the deepest one
-    err = max(errors, key=lambda e: (len(e["loc"]), e["type"] == "extra_forbidden"))
+    # in a union (``causes: str | list``) the most specific error is the deepest one, and
+    # of equally deep ones, the member whose type the input has (not "should be a list")
+    err = max(errors, key=lambda e: (len(e["loc"]), e["type"] == "extra_forbidden",
+                                     not e["type"].endswith("_type")))
     loc = tuple(err["loc"])
     msg = err["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):

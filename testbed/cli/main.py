@@ -43,8 +43,14 @@ COMMAND_MODULES = (
 @click.version_option(__version__, prog_name="testbed")
 @click.option("--max-input-size", metavar="SIZE",
               help="Largest input file read (default 64MiB; e.g. 1GiB).")
-def cli(max_input_size: str | None) -> None:
+@click.option("--allow-code", is_flag=True,
+              help="Let a scenario's cluster.host_selection: 'module:function' import that "
+                   "Python policy (without it, no input file runs code).")
+def cli(max_input_size: str | None, allow_code: bool) -> None:
     """Simulation-and-replay testbed, with fault injection, for DL training on HPC clusters."""
+    if allow_code:
+        from testbed.resilience.policies import ALLOW_CODE_ENV
+        os.environ[ALLOW_CODE_ENV] = "1"
     if max_input_size is not None:
         from testbed.units import parse_size_bytes
         size = parse_size_bytes(max_input_size, source="--max-input-size")

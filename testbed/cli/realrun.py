@@ -8,6 +8,7 @@ Frameworks are imported only inside the child processes the commands start (and 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -18,6 +19,10 @@ from testbed.cli.common import Names
 from testbed.errors import InputError
 from testbed.files import check_writable_target
 from testbed.units import parse_duration_s, parse_shape
+
+#: Local gloo processes a profile may start: a few per CPU (they take turns), at least 8.
+PROCESSES_PER_CPU = 4
+MIN_PROCESS_CAP = 8
 
 
 def _echo_json(data) -> None:
@@ -31,7 +36,7 @@ def _echo_table(rows: list[tuple[str, object]]) -> None:
 
 
 def _run_config(framework: str, model: str, steps: int, seed: int, checkpoint_every: int,
-                keep: int, **options):
+                keep: int, processes: int = 1, **options):
     from real_runs.harness import RunConfig
     if steps <= 0:
         raise InputError(f"steps must be positive, got {steps}", field="--steps")
@@ -39,8 +44,10 @@ def _run_config(framework: str, model: str, steps: int, seed: int, checkpoint_ev
     if shape is not None:
         options["input_shape"] = parse_shape(shape, source="--input-shape")
     options = {k: v for k, v in options.items() if v is not None}
-    return RunConfig(framework=framework, model=model, seed=seed, steps=steps,
-                     checkpoint_every=checkpoint_every, keep=keep, **options).validated()
+    cfg = RunConfig(framework=framework, model=model, seed=seed, steps=steps,
+                    checkpoint_every=checkpoint_every, keep=keep, **options).validated()
+    cfg.check_fits(processes)
+    return cfg
 
 
 def model_options(func):
@@ -147,11 +154,12 @@ def train_cmd(framework, model, steps, checkpoint_every, keep, seed, kill_mtbf, 
 def checkpoint_bench_cmd(framework, model, width, repeats, formats, measurements, as_json) -> None:
     """Save/load time and bytes on disk of each checkpoint format, vs predicted state size."""
     from real_runs.formats import run_bench_subprocess
-    from real_runs.harness import canonical_framework, check_model
+    from real_runs.harness import RunConfig, canonical_framework, check_model
     fw = canonical_framework(framework)
     check_model(model)
-    if width <= 0 or repeats <= 0:
-        raise InputError("width and repeats must be positive")
+    if repeats <= 0:
+        raise InputError("must be positive", field="--repeats")
+    RunConfig(framework=fw, model=model, width=width, steps=1).validated().check_fits()
     if measurements:
         check_writable_target(measurements, field="--measurements")
     report = run_bench_subprocess(fw, model, width, repeats,
@@ -185,11 +193,13 @@ def profile_cmd(framework, model, steps, seed, processes, measurements, as_json,
                 **options) -> None:
     """Per-step forward/backward/update times, per-layer times and peak memory."""
     from real_runs.profile import profile_run
-    if processes < 1:
-        raise InputError("must be >= 1", field="--processes")
+    most = max(MIN_PROCESS_CAP, PROCESSES_PER_CPU * (os.cpu_count() or 1))
+    if not 1 <= processes <= most:
+        raise InputError(f"must be in 1…{most} on this machine ({PROCESSES_PER_CPU} per CPU)",
+                         field="--processes")
     if measurements:
         check_writable_target(measurements, field="--measurements")
-    cfg = _run_config(framework, model, steps, seed, 0, 1, **options)
+    cfg = _run_config(framework, model, steps, seed, 0, 1, processes, **options)
     report = profile_run(cfg, processes=processes)
     if measurements:
         from real_runs.records import step_records, train_config, utc_now

@@ -14,7 +14,6 @@ import sys
 import click
 
 from testbed.cli.common import Names, emit_json, table
-from testbed.errors import InputError
 from testbed.progress import wanted
 from testbed.resilience.spec import ENGINES
 from testbed.units import format_duration
@@ -46,12 +45,11 @@ def sweep_cmd(scenario, grid, replications, seed, engine, executor, workers, sto
     """Simulate SCENARIO at every point of the --grid cross product, into --store."""
     from testbed.store import Store
     from testbed.sweep import aggregate, plan_sweep, run_sweep
-    from testbed.sweep.executors import in_mpi_launch
+    from testbed.sweep.executors import require_mpi_launch
     from testbed.sweep.runner import SweepInterrupted
 
-    if executor == "mpi" and not in_mpi_launch():
-        raise InputError("needs an MPI launch: mpiexec -n K python -m mpi4py.futures -m "
-                         "testbed sweep … --executor mpi", source="--executor mpi")
+    if executor == "mpi":
+        require_mpi_launch("sweep")
     plan = plan_sweep(scenario, grid, replications=replications, seed=seed, engine=engine,
                       common_seed=common)
     with Store(store_path) as store:

@@ -39,6 +39,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, model_validator
 
+from testbed.hpo.hyperband import brackets, trials_per_iteration
 from testbed.oracle.request import StrategyName
 from testbed.oracle.state import PrecisionName
 from testbed.schema import Duration, PositiveDuration, Size, Strict, one_of, positive_duration_s
@@ -52,6 +53,12 @@ FailurePolicy = Literal["retry", "ignore", "cancel_successors", "fail"]
 ON_FAILURE: tuple[str, ...] = get_args(FailurePolicy)
 #: Most points a grid may have (a larger one is surely a mistake in the file).
 MAX_GRID_POINTS = 10_000_000
+#: Most trials one sweep may plan: the simulator runs about 20,000 trials a second, so a
+#: million is under a minute; beyond that a typo is likelier than a wish.
+MAX_TRIALS = 1_000_000
+#: Optuna's TPE costs a few milliseconds a trial and grows with the history (5,000
+#: trials: 14 s here); it is meant for hundreds to thousands of trials.
+MAX_TPE_TRIALS = 20_000
 #: PyCOMPSs' RETRY: once more on the same worker, then once on another worker.
 PYCOMPSS_RETRIES = 2
 
@@ -271,6 +278,13 @@ class HpoSpec(Strict):
                 raise ValueError(f"[n_trials] the grid has only {size} point(s)")
         elif self.n_trials is None and self.scheduler != "hyperband":
             raise ValueError(f"[n_trials] search {self.search!r} needs 'n_trials'")
+        most = MAX_TPE_TRIALS if self.search == "tpe" else MAX_TRIALS
+        if self.n_trials is not None and self.n_trials > most:
+            raise ValueError(f"[n_trials] {self.n_trials:,} trials are more than {most:,}, "
+                             f"the most a {self.search} sweep may plan")
+        if self.search == "grid" and self.n_trials is None and self.grid_size > MAX_TRIALS:
+            raise ValueError(f"[space] the grid has {self.grid_size:,} points, more than "
+                             f"{MAX_TRIALS:,} trials: give n_trials to run part of it")
         for key in ("epochs", "gpus"):
             given = self.space.get(key)
             if given is None:
@@ -296,6 +310,14 @@ class HpoSpec(Strict):
                                  f"({self.rungs.min_epochs})")
         elif "epochs" not in self.space and self.epochs is None:
             raise ValueError("[epochs] give 'epochs' (or an 'epochs' key in the space)")
+        if self.scheduler == "hyperband" and self.n_trials is None:
+            r = self.rungs
+            n = trials_per_iteration(brackets(r.min_epochs, self.max_epochs,
+                                              r.reduction_factor))
+            if n > MAX_TRIALS:
+                raise ValueError(f"[rungs] one Hyperband iteration over these rungs has {n:,} "
+                                 f"trials, more than {MAX_TRIALS:,}: give n_trials, a larger "
+                                 f"min_epochs or reduction_factor")
 
     def _check_injections(self) -> None:
         n = self.planned_trials

@@ -182,30 +182,110 @@ def trace_text(events: Iterable[tuple[float, str, dict]]) -> str:
     return "".join(ev.encode_event(t, k, **f) + "\n" for t, k, f in events)
 
 
+#: The longest time a trace may name (about 317 years): beyond it a ``t_s`` is not a
+#: measurement of a sweep.
+MAX_T_S = 1e10
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _seconds(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+        and 0 <= v <= MAX_T_S
+
+
+def _value(v: Any) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                         and math.isfinite(v))
+
+
+def _slot_list(v: Any) -> bool:
+    return isinstance(v, list) and all(_whole(x) for x in v)
+
+
+#: Per event kind: field → (required, check, what the check wants). Fields not named
+#: here (a real run's worker, pid and host; the configuration) are kept as they are.
+_FIELDS: dict[str, dict[str, tuple[bool, Any, str]]] = {
+    ev.JOB_START: {"slots": (False, lambda v: _whole(v) and v > 0, "a whole number > 0")},
+    ev.TRIAL_START: {"slots": (True, _slot_list, "a list of slot numbers"),
+                     "from_epoch": (True, _whole, "a whole number >= 0"),
+                     "to_epoch": (True, _whole, "a whole number >= 0"),
+                     "node": (False, _whole, "a whole number >= 0"),
+                     "kind": (False, lambda v: isinstance(v, str), "a string"),
+                     "config": (False, lambda v: isinstance(v, dict), "a mapping")},
+    ev.TRIAL_RESULT: {"epoch": (True, _whole, "a whole number >= 0"),
+                      "value": (False, _value, "a finite number or null"),
+                      "epoch_s": (False, _seconds, "seconds >= 0"),
+                      "ckpt_s": (False, _seconds, "seconds >= 0")},
+    ev.TRIAL_END: {"epoch": (True, _whole, "a whole number >= 0"),
+                   "value": (False, _value, "a finite number or null"),
+                   "status": (True, lambda v: v in ("completed", "paused", "stopped"),
+                              "completed, paused or stopped")},
+    ev.TRIAL_FAILED: {"epoch": (False, _seconds, "an epoch count >= 0"),
+                      "resume_epoch": (False, _whole, "a whole number >= 0"),
+                      "lost_s": (False, _seconds, "seconds >= 0"),
+                      "final": (False, lambda v: isinstance(v, bool), "true or false")},
+    ev.TRIAL_CANCELLED: {"lost_s": (False, _seconds, "seconds >= 0")},
+    ev.FAILURE: {"node": (False, _whole, "a whole number >= 0"),
+                 "repair_s": (False, _seconds, "seconds >= 0")},
+    ev.NODE_UP: {"node": (True, _whole, "a whole number >= 0")},
+}
+_FIELDS[ev.TRIAL_PREEMPTED] = _FIELDS[ev.TRIAL_FAILED]
+
+
+def _check_fields(kind: str, fields: dict, *, source: str, line: int) -> None:
+    """Every field the summary and the replay read has the type and range they need."""
+    if kind in ev.HPO_EVENT_KINDS and kind != ev.NODE_UP:
+        for key in ("trial",) + (("attempt",) if kind != ev.TRIAL_RESULT else ()):
+            v = fields.get(key)
+            if not (v is None and kind == ev.TRIAL_CANCELLED and key == "attempt") \
+                    and not _whole(v):
+                raise ScenarioError(f"{kind} needs a whole number '{key}' >= 0",
+                                    source=source, field=key, line=line)
+    for key, (required, ok, wants) in _FIELDS.get(kind, {}).items():
+        if key not in fields:
+            if required:
+                raise ScenarioError(f"{kind} needs '{key}' ({wants})", source=source,
+                                    field=key, line=line)
+        elif not ok(fields[key]):
+            raise ScenarioError(f"{kind}: '{key}' must be {wants}, got {fields[key]!r}",
+                                source=source, field=key, line=line)
+    if kind == ev.TRIAL_START and fields["to_epoch"] < fields["from_epoch"]:
+        raise ScenarioError("trial_start: 'to_epoch' is before 'from_epoch'", source=source,
+                            field="to_epoch", line=line)
+
+
 def parse_trace(records: Sequence[tuple[int, Any]], *, source: str
                 ) -> list[tuple[float, str, dict]]:
-    """Check ``(line, value)`` records of a JSONL trace; errors name the line."""
+    """Check ``(line, value)`` records of a JSONL trace; errors name the line and field.
+
+    Each record needs a time and a known event; the fields a summary or a replay reads
+    are checked by kind (see ``_FIELDS``), and every slot a trial holds must exist in
+    the cluster its ``job_start`` describes."""
     out = []
+    slots: int | None = None
     for line, rec in records:
         if not isinstance(rec, dict):
             raise ScenarioError("each line must be a JSON object", source=source, line=line)
-        t = rec.get("t_s")
+        t: Any = rec.get("t_s")
         kind = rec.get("event")
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) \
-                or t < 0:
-            raise ScenarioError("needs a time 't_s' >= 0", source=source, field="t_s",
-                                line=line)
+        if not _seconds(t):
+            raise ScenarioError(f"needs a time 't_s' in 0…{MAX_T_S:g} s", source=source,
+                                field="t_s", line=line)
         if kind not in ev.EVENT_KINDS:
             raise ScenarioError(f"unknown event {kind!r}", source=source, field="event",
                                 line=line)
         fields = {k: v for k, v in rec.items() if k not in ("t_s", "event")}
-        if kind in ev.HPO_EVENT_KINDS and kind != ev.NODE_UP:
-            for key in ("trial",) + (("attempt",) if kind != ev.TRIAL_RESULT else ()):
-                v = fields.get(key)
-                if not (v is None and kind == ev.TRIAL_CANCELLED and key == "attempt") and (
-                        isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                    raise ScenarioError(f"{kind} needs a whole number '{key}' >= 0",
-                                        source=source, field=key, line=line)
+        _check_fields(kind, fields, source=source, line=line)
+        if kind == ev.JOB_START and "slots" in fields:
+            slots = fields["slots"]
+        if kind == ev.TRIAL_START and slots is not None \
+                and any(x >= slots for x in fields["slots"]):
+            raise ScenarioError(f"trial_start holds slot(s) {fields['slots']} of a cluster "
+                                f"with {slots} slot(s)", source=source, field="slots",
+                                line=line)
         out.append((float(t), kind, fields))
     if not any(k == ev.TRIAL_START for _, k, _ in out):
         raise ScenarioError("not an HPO schedule trace: it has no trial_start record",

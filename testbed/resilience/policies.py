@@ -5,8 +5,11 @@ Built in: ``random`` (uniform), ``fewest_failures`` (fewest recorded failures fi
 user's policy is any callable behind :class:`HostSelectionPolicy`, named in the
 scenario as ``module:function`` (``cluster.host_selection``).
 
-**Loading a user's policy imports code on purpose** — the one place the testbed does.
-:func:`load_policy` checks the name's form, imports the module with
+**Loading a user's policy imports code on purpose** — the one place the testbed does,
+and only when the user asks for it on the command line (``testbed --allow-code …``, which
+sets ``TESTBED_ALLOW_CODE=1`` for the command and its workers): a scenario file alone
+never runs code, whoever wrote it. :func:`load_policy` checks the name's form, refuses
+without that permission, imports the module with
 :func:`importlib.import_module` (it must be importable: installed, or on ``PYTHONPATH``;
 the scenario's folder is *not* added to the path) and checks that the attribute is
 callable; every failure is one :class:`~testbed.errors.InputError` naming the field. The
@@ -17,6 +20,7 @@ which is rare: the built-ins are O(log N)).
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
@@ -26,6 +30,9 @@ import numpy as np
 from testbed.errors import InputError, UnknownNameError
 from testbed.resilience.lifecycle import HOST_POLICIES
 from testbed.units import did_you_mean
+
+#: Set to "1" by ``testbed --allow-code``: the user permits importing a named policy.
+ALLOW_CODE_ENV = "TESTBED_ALLOW_CODE"
 
 _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -59,6 +66,10 @@ def load_policy(ref: str, *, source: str | None = None,
     if not _REF.match(ref):
         raise InputError(f"{ref!r} is not a policy name of the form 'module:function'",
                          source=source, field=field)
+    if os.environ.get(ALLOW_CODE_ENV) != "1":
+        raise InputError(f"{ref!r} names Python code to import; a scenario never runs code "
+                         f"on its own: run `testbed --allow-code …` (or set "
+                         f"{ALLOW_CODE_ENV}=1) to use it", source=source, field=field)
     module_name, attr = ref.split(":")
     try:
         module = importlib.import_module(module_name)

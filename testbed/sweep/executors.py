@@ -52,6 +52,14 @@ def in_mpi_launch() -> bool:
     return any(v in os.environ for v in MPI_LAUNCH_VARS)
 
 
+def require_mpi_launch(command: str) -> None:
+    """One line, before any work, when ``--executor mpi`` is asked for outside an MPI
+    launch (mpi4py.futures would otherwise try to spawn workers and hang)."""
+    if not in_mpi_launch():
+        raise InputError(f"needs an MPI launch: mpiexec -n K python -m mpi4py.futures -m "
+                         f"testbed {command} … --executor mpi", source="--executor mpi")
+
+
 def make_executor(kind: str, workers: int | None, points: int = 1 << 30
                   ) -> tuple[Executor, int]:
     """An executor and the number of points it runs at once."""
@@ -60,9 +68,7 @@ def make_executor(kind: str, workers: int | None, points: int = 1 << 30
         return ProcessPoolExecutor(max_workers=n, initializer=_die_with_parent,
                                    initargs=(os.getpid(),)), n
     if kind == "mpi":
-        if not in_mpi_launch():
-            raise InputError("needs an MPI launch: mpiexec -n K python -m mpi4py.futures -m "
-                             "testbed … --executor mpi", source="--executor mpi")
+        require_mpi_launch("sweep")
         from simulators.mpi_pool import mpi_pool
         return mpi_pool(workers)
     raise InputError(f"unknown executor {kind!r}; choose one of {', '.join(EXECUTORS)}",

@@ -43,6 +43,7 @@ from testbed.hpo.plan import HpoPlan, build_plan
 from testbed.hpo.streams import KeyedUniforms, generator
 from testbed.hpo.trace import HpoSummary, summarise, trace_text
 from testbed.scenario import Scenario
+from testbed.sweep.executors import require_mpi_launch
 
 
 def plan_for(sc: Scenario, *, seed: int | None = None, slots: int | None = None) -> HpoPlan:
@@ -92,6 +93,7 @@ def _workers(sc: Scenario, executor: str, workers: int | None) -> int:
     if workers is not None and workers <= 0:
         raise InputError(f"must be a positive integer, got {workers}", source="--workers")
     if executor == "mpi":
+        require_mpi_launch("hpo run")
         return 0            # decided by the MPI allocation
     if workers is not None:
         return workers

@@ -64,16 +64,51 @@ hpo:
   on_failure: retry
 """
 
+#: An HPO schedule trace as `testbed hpo simulate --events` writes it (2 trials, 2 slots).
+HPO_TRACE = (
+    '{"event":"job_start","gpus_per_node":2,"hpo":"tiny","max_retries":2,"metric":"val_loss",'
+    '"mode":"min","nodes":1,"on_failure":"retry","rungs":[1,2,3],"scheduler":"fifo",'
+    '"search":"grid","seed":0,"slots":2,"t_s":0.0,"trials":2}\n'
+    '{"attempt":0,"config":{"lr":0.1},"event":"trial_start","from_epoch":0,"kind":"new",'
+    '"node":0,"slots":[0],"t_s":0.0,"to_epoch":2,"trial":0}\n'
+    '{"attempt":0,"config":{"lr":0.01},"event":"trial_start","from_epoch":0,"kind":"new",'
+    '"node":0,"slots":[1],"t_s":0.0,"to_epoch":2,"trial":1}\n'
+    '{"attempt":0,"epoch":2,"event":"trial_end","status":"completed","t_s":2.0,"trial":0,'
+    '"value":1.94655621749}\n'
+    '{"attempt":0,"epoch":2,"event":"trial_end","status":"completed","t_s":2.0,"trial":1,'
+    '"value":1.88387818804}\n'
+    '{"event":"job_end","status":"completed","t_s":2.0}\n')
+
+#: (what is replaced, by what, the field named): one nonsense field per HPO trace event.
+HPO_TRACE_VALUES = [
+    ('"slots":[0]', '"slots":[7]', "slots"),           # a slot the cluster does not have
+    ('"slots":[0]', '"slots":"0"', "slots"),
+    ('"slots":2,', '"slots":0,', "slots"),
+    ('"from_epoch":0,"kind":"new","node":0,"slots":[0]', '"from_epoch":5,"kind":"new",'
+     '"node":0,"slots":[0]', "to_epoch"),
+    ('"t_s":0.0,"to_epoch":2,"trial":0', '"t_s":1e300,"to_epoch":2,"trial":0', "t_s"),
+    ('"status":"completed","t_s":2.0,"trial":0', '"t_s":2.0,"trial":0', "status"),
+    ('"status":"completed","t_s":2.0,"trial":0', '"status":"won","t_s":2.0,"trial":0',
+     "status"),
+    ('"value":1.94655621749', '"value":"low"', "value"),
+    ('"value":1.94655621749', '"value":NaN', "NaN"),       # strict JSON
+    ('"attempt":0,"epoch":2', '"attempt":-1,"epoch":2', "attempt"),
+    ('"attempt":0,"epoch":2', '"attempt":0,"epoch":2.5', "epoch"),
+    ('"trial":1}', '"trial":true}', "trial"),
+]
+
 KILL_TRACE = '{"at_step": 2}\n{"during_checkpoint": true}\n'
 
 DATASET = "x1,x2,label\n" + "".join(f"{i * 0.5},{(i * 7) % 5},{i % 2}\n" for i in range(40))
 
 KINDS: dict[str, str] = {"scenario": SCENARIO, "system": SYSTEM, "trace": TRACE, "fta": FTA,
                          "causes": CAUSES, "calibration": CALIBRATION_CSV, "hpo": HPO_SCENARIO,
-                         "kill": KILL_TRACE, "dataset": DATASET}
+                         "kill": KILL_TRACE, "dataset": DATASET,
+                         "hpo_trace": HPO_TRACE}
 SUFFIX = {"scenario": ".yaml", "system": ".yaml", "trace": ".csv", "fta": ".tab",
           "causes": ".csv", "calibration": ".csv", "net": ".net", "hpo": ".yaml",
-          "kill": ".jsonl", "dataset": ".csv", "records": ".jsonl"}
+          "kill": ".jsonl", "dataset": ".csv", "records": ".jsonl",
+          "hpo_trace": ".jsonl"}
 
 #: Scenario that points at another file of a kind (``{f}`` is that file).
 REFERRING_SCENARIO = {
@@ -107,6 +142,7 @@ READERS: dict[str, list[list[str]]] = {
     "calibration": [["oracle", "verify", "{f}", "--system", "abci-v100"],
                     ["calibrate", "{f}", "--system", "abci-v100", "--dry-run"]],
     "hpo": [["hpo", "simulate", "{f}"]],
+    "hpo_trace": [["hpo", "replay", "{f}"]],
     "kill": [["real-run", "train", "--framework", "chainer", "--steps", "4",
               "--checkpoint-every", "2", "--kill-trace", "{f}", "--ckpt-dir", "{out}/ck"]],
     "dataset": [["precision-study", "--dataset", "{f}", "--target", "label", "--precisions",

@@ -18,6 +18,8 @@ import pytest
 from tests.hostile.cases import (
     BYTE_MUTATIONS,
     CSV_MUTATIONS,
+    HPO_TRACE,
+    HPO_TRACE_VALUES,
     KINDS,
     READERS,
     REFERRING_SCENARIO,
@@ -178,6 +180,22 @@ def test_csv_level_breakage(tmp_path, kind, mutation):
     _check(tmp_path, path, _commands(kind, path, tmp_path))
 
 
+@pytest.mark.parametrize("old, new, field", HPO_TRACE_VALUES)
+def test_nonsense_hpo_trace_fields_name_the_line_and_field(tmp_path, old, new, field):
+    """Every field a summary or a replay reads is checked by event kind."""
+    path = tmp_path / "input.jsonl"
+    assert old in HPO_TRACE
+    path.write_text(HPO_TRACE.replace(old, new, 1))
+    _check(tmp_path, path, _commands("hpo_trace", path, tmp_path), field=field)
+
+
+def test_the_valid_hpo_trace_replays(tmp_path):
+    path = tmp_path / "input.jsonl"
+    path.write_text(HPO_TRACE)
+    out = run_in_process(["hpo", "replay", str(path)], cwd=tmp_path)
+    assert out.code == 0 and "makespan error: +0.00%" in out.stdout, out.stderr
+
+
 def test_unbounded_reads_stay_bounded_in_a_subprocess(tmp_path):
     """/dev/zero and an alias bomb against a real process with 3 GiB of address space."""
     zero = tmp_path / "zero.yaml"
@@ -186,3 +204,26 @@ def test_unbounded_reads_stay_bounded_in_a_subprocess(tmp_path):
     bomb.write_text(YAML_MUTATIONS["alias-bomb"](SCENARIO))
     for path in (zero, bomb):
         _check(tmp_path, path, [["simulate", str(path)]], bounded=True)
+
+
+@pytest.mark.parametrize("args", [
+    ["sweep", "{f}", "--grid", "checkpoint.interval=1h,2h", "-r", "2", "--store",
+     "{out}/s.db", "--executor", "mpi"],
+    ["hpo", "run", "{hpo}", "--store", "{out}/h.db", "--executor", "mpi"],
+])
+def test_the_mpi_executor_outside_an_mpi_launch_is_one_line(tmp_path, args):
+    """Without mpiexec, mpi4py.futures would try to spawn its workers and hang: refused
+    before any work, in a bounded subprocess without the launcher's variables."""
+    scenario, hpo = tmp_path / "input.yaml", tmp_path / "hpo.yaml"
+    scenario.write_text(SCENARIO)
+    hpo.write_text(KINDS["hpo"])
+    (tmp_path / "out").mkdir()
+    from testbed.sweep.executors import MPI_LAUNCH_VARS
+    assert not any(v in os.environ for v in MPI_LAUNCH_VARS), "the suite runs outside mpiexec"
+    filled = [a.replace("{f}", str(scenario)).replace("{hpo}", str(hpo))
+              .replace("{out}", str(tmp_path / "out")) for a in args]
+    before = tree_state(tmp_path)
+    outcome = run_bounded(filled, cwd=tmp_path)
+    assert_refused(outcome, names="--executor mpi")
+    assert "mpiexec" in outcome.stderr
+    assert tree_state(tmp_path) == before

@@ -91,3 +91,18 @@ def test_library_scenarios_simulate(name):
     assert 0 < s.utilisation <= 1
     if name == "hpo-asha-1024":
         assert s.trials == 10_000 and s.preemptions > 0 and s.failures > 0
+
+
+@pytest.mark.parametrize("space, field, words", [
+    ({"lr": {"low": 1, "high": 0.1}}, "hpo.space.lr.high", "must be greater than low"),
+    ({"lr": {"low": 0, "high": 1, "log": True}}, "hpo.space.lr.low", "a log range needs"),
+    ({"lr": []}, "hpo.space.lr", "has no values"),
+])
+def test_a_bad_range_says_what_is_wrong_with_it(space, field, words):
+    """A range is one member of a union (list of values | range): its own error is
+    reported, not "should be a valid list"."""
+    from testbed.errors import ScenarioError
+    with pytest.raises(ScenarioError) as info:
+        sim({"search": "random", "n_trials": 3, "seed": 1, "space": space, "epochs": 1,
+             "epoch_time": "1s"})
+    assert info.value.field == field and words in str(info.value)

@@ -14,6 +14,7 @@ from simulators.engine import run_simpy
 from simulators.run import replicate, simulate
 from testbed.errors import InputError, ScenarioError
 from testbed.events import EVENT_KINDS, OPS_EVENT_KINDS, read_events, write_events
+from testbed.resilience.policies import ALLOW_CODE_ENV
 from testbed.resolve import resolve
 from testbed.scenario import scenario_from_dict
 from tests.sim import policy_example
@@ -90,7 +91,9 @@ def test_bad_values_name_the_field(section, extra, field, words):
     ({"cluster": {"nodes": 8, "spares": 2, "host_selection": "1bad name:x"}},
      "cluster.host_selection", "not a policy name"),
 ])
-def test_unsatisfiable_and_unknown_are_refused_when_resolving(extra, field, words):
+def test_unsatisfiable_and_unknown_are_refused_when_resolving(extra, field, words,
+                                                              monkeypatch):
+    monkeypatch.setenv(ALLOW_CODE_ENV, "1")
     doc = {**BASE, **extra}
     with pytest.raises(InputError) as info:
         resolve(scenario_from_dict(doc, source="s.yaml"))
@@ -116,7 +119,30 @@ def test_cli_bad_probability_is_one_line_exit_2(tmp_path):
     assert r.returncode == 2 and "did you mean 'random'" in r.stderr
 
 
-def test_a_users_policy_is_called_and_checked():
+def test_a_policy_named_in_a_scenario_is_not_imported_without_allow_code(tmp_path,
+                                                                       monkeypatch):
+    """Loading a file never runs code: the module is not even imported until the user
+    passes --allow-code on the command line."""
+    monkeypatch.delenv(ALLOW_CODE_ENV, raising=False)
+    marker = tmp_path / "imported"
+    doc = _doc(cluster={"host_selection": "tests.sim.policy_planted:pick"})
+    monkeypatch.setenv("TESTBED_PLANTED_MARKER", str(marker))
+    with pytest.raises(InputError) as info:
+        resolve(scenario_from_dict(doc))
+    assert info.value.field == "cluster.host_selection"
+    assert "--allow-code" in info.value.message
+    assert not marker.exists() and "tests.sim.policy_planted" not in sys.modules
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps(doc))
+    r = _cli("simulate", str(path), "-r", "1")
+    assert r.returncode == 2 and "--allow-code" in r.stderr and not marker.exists()
+    r = _cli("--allow-code", "simulate", str(path), "-r", "1")
+    assert r.returncode == 0, r.stderr
+    assert marker.exists()          # imported (and run) because the user asked for it
+
+
+def test_a_users_policy_is_called_and_checked(monkeypatch):
+    monkeypatch.setenv(ALLOW_CODE_ENV, "1")
     doc = _doc(cluster={"host_selection": "tests.sim.policy_example:fewest_repairs"})
     spec = resolve(scenario_from_dict(doc))
     policy_example.CALLS.clear()

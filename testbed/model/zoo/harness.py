@@ -69,6 +69,13 @@ def zoo_name(name: str) -> str:
                            f"known: {', '.join(known)}", field="model")
 
 
+#: Largest width and depth of a harness model: harness models are small models trained on
+#: a CPU or one GPU (a ResNet-1001 has 333 blocks); beyond these a typo is likelier than
+#: a wish, and building the layer graph alone would take seconds.
+MAX_WIDTH = 65_536
+MAX_DEPTH = 1_000
+
+
 def resolve_options(name: str, width: int | None = None, depth: int | None = None,
                     input_shape: tuple[int, ...] | None = None) -> HarnessDefaults:
     """The options of a model with ``None`` filled from its defaults, checked."""
@@ -77,10 +84,12 @@ def resolve_options(name: str, width: int | None = None, depth: int | None = Non
                            depth=base.depth if depth is None else int(depth),
                            input_shape=base.input_shape if input_shape is None
                            else tuple(int(d) for d in input_shape))
-    if opts.width <= 0:
-        raise InputError(f"width must be a positive integer, got {opts.width}", field="width")
-    if opts.depth <= 0:
-        raise InputError(f"depth must be a positive integer, got {opts.depth}", field="depth")
+    if not 0 < opts.width <= MAX_WIDTH:
+        raise InputError(f"must be an integer in 1…{MAX_WIDTH:,}, got {opts.width}",
+                         field="width")
+    if not 0 < opts.depth <= MAX_DEPTH:
+        raise InputError(f"must be an integer in 1…{MAX_DEPTH:,}, got {opts.depth}",
+                         field="depth")
     if len(opts.input_shape) != 3 or any(d <= 0 for d in opts.input_shape):
         raise InputError(f"input shape {opts.input_shape!r} must be C x H x W, positive",
                          field="input_shape")
