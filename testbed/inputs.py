@@ -271,6 +271,11 @@ def parse_csv(text: str, *, source: str, required: tuple[str, ...] = (),
             if None in row:
                 raise InputError(f"row has {len(header) + len(row[None])} cells for "
                                  f"{len(header)} columns", source=source, line=reader.line_num)
+            short = [k for k, v in row.items() if v is None]
+            if short:
+                raise InputError(f"row has {len(header) - len(short)} cells for "
+                                 f"{len(header)} columns (no {short[0]!r})", source=source,
+                                 line=reader.line_num)
             yield reader.line_num, row
     except csv.Error as exc:
         raise InputError(f"not CSV: {exc}", source=source, line=reader.line_num) from None
@@ -287,6 +292,16 @@ def read_csv(path: str | Path, *, source: str | None = None, field: str | None =
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different (a repeated key is ambiguous: refused)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -307,7 +322,7 @@ def _depth(value: Any, limit: int) -> int:
 def parse_json(text: str, *, source: str, line: int | None = None) -> Any:
     """Strict JSON (no NaN/Infinity), at most :data:`MAX_DEPTH` levels deep."""
     try:
-        value = json.loads(text, parse_constant=_no_constants)
+        value = json.loads(text, parse_constant=_no_constants, object_pairs_hook=_unique_keys)
     except (json.JSONDecodeError, ValueError) as exc:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise InputError(f"not JSON: {msg}", source=source, line=line) from None

@@ -579,6 +579,8 @@ def expected_failures(plan: JobPlan, mtbf_s: float, restart_s: float,
     (failure-free time / M)·e^{R/M}."""
     if not math.isfinite(mtbf_s):
         return 0.0
+    if mtbf_s <= 0:
+        return math.inf
     if not lose_work:
         exponent = restart_s / mtbf_s
         return math.inf if exponent > 700 else plan.failure_free_s() / mtbf_s * math.exp(

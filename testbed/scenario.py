@@ -52,6 +52,12 @@ from testbed.units import did_you_mean
 
 #: Most replications one scenario may ask for (10⁶ of the fastest job take minutes).
 MAX_REPLICATIONS = 1_000_000
+#: Most nodes of any pool of a cluster: the largest machines have about 10⁴ nodes
+#: (Frontier 9,408; a 100,000-GPU AI cluster 12,500 nodes of 8), and the engines keep
+#: per-node state, so 10⁶ is a generous ceiling that keeps memory bounded.
+MAX_NODES = 1_000_000
+#: Most GPUs of one node (an NVL72 rack-scale domain has 72).
+MAX_GPUS_PER_NODE = 1_024
 
 # the closed sets of names a scenario uses (each a Literal, refused with a did-you-mean)
 PolicyName = Annotated[Policy, one_of(POLICIES, "policy")]
@@ -243,14 +249,14 @@ class Cluster(Strict):
     job's nodes, its standbys and the idle pool together) may be given instead.
     """
 
-    nodes: int | None = Field(default=None, gt=0)
-    gpus_per_node: int | None = Field(default=None, gt=0)
-    spares: int | None = Field(default=None, ge=0)
+    nodes: int | None = Field(default=None, gt=0, le=MAX_NODES)
+    gpus_per_node: int | None = Field(default=None, gt=0, le=MAX_GPUS_PER_NODE)
+    spares: int | None = Field(default=None, ge=0, le=MAX_NODES)
     repair: Duration = 0.0
-    standbys: int = Field(default=0, ge=0)
-    working_pool: int | None = Field(default=None, gt=0)
-    spare_pool: int = Field(default=0, ge=0)
-    technicians: int | None = Field(default=None, gt=0)
+    standbys: int = Field(default=0, ge=0, le=MAX_NODES)
+    working_pool: int | None = Field(default=None, gt=0, le=MAX_NODES)
+    spare_pool: int = Field(default=0, ge=0, le=MAX_NODES)
+    technicians: int | None = Field(default=None, gt=0, le=MAX_NODES)
     costs: Costs = Field(default_factory=Costs)
     host_selection: str = "random"
     repairs: Repairs | None = None

@@ -23,7 +23,7 @@ from testbed.hpo.cost import ConstantCost, MeasuredCost, OracleEpochCost, TableC
 from testbed.hpo.hyperband import brackets, trials_per_iteration
 from testbed.hpo.objective import SyntheticObjective, TableObjective
 from testbed.hpo.space import grid, random_configs
-from testbed.hpo.spec import HpoSpec
+from testbed.hpo.spec import MAX_SLOTS, HpoSpec
 from testbed.hpo.timing import Attempt, TrialCost
 from testbed.inputs import read_csv
 from testbed.scenario import Scenario
@@ -203,6 +203,10 @@ def build_plan(sc: Scenario, *, seed: int | None = None, slots: int | None = Non
             per_node = 0
         gpn = per_node
         what = "a node"
+        if nodes * gpn > MAX_SLOTS:
+            raise sc.error(f"{nodes:,} nodes x {gpn} GPUs are {nodes * gpn:,} trial slots, "
+                           f"more than the {MAX_SLOTS:,} an HPO sweep may schedule",
+                           "cluster.nodes")
     _check_fit(sc, spec, gpn, what)
     if seed is None:
         seed = spec.seed if spec.seed is not None else sc.simulation.seed

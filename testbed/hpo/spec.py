@@ -59,6 +59,9 @@ MAX_TRIALS = 1_000_000
 #: Optuna's TPE costs a few milliseconds a trial and grows with the history (5,000
 #: trials: 14 s here); it is meant for hundreds to thousands of trials.
 MAX_TPE_TRIALS = 20_000
+#: Most GPU slots an HPO sweep schedules over: the scheduler keeps a list of each node's
+#: free GPUs, and 2²⁰ slots (a 131,072-node cluster of 8-GPU nodes) is beyond any machine.
+MAX_SLOTS = 2**20
 #: PyCOMPSs' RETRY: once more on the same worker, then once on another worker.
 PYCOMPSS_RETRIES = 2
 

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from testbed import events as ev
 from testbed.errors import ScenarioError
+from testbed.hpo.spec import MAX_SLOTS
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,10 @@ def _value(v: Any) -> bool:
                          and math.isfinite(v))
 
 
+def _slot_count(v: Any) -> bool:
+    return _whole(v) and 0 < v <= MAX_SLOTS
+
+
 def _slot_list(v: Any) -> bool:
     return isinstance(v, list) and all(_whole(x) for x in v)
 
@@ -208,7 +213,20 @@ def _slot_list(v: Any) -> bool:
 #: Per event kind: field → (required, check, what the check wants). Fields not named
 #: here (a real run's worker, pid and host; the configuration) are kept as they are.
 _FIELDS: dict[str, dict[str, tuple[bool, Any, str]]] = {
-    ev.JOB_START: {"slots": (False, lambda v: _whole(v) and v > 0, "a whole number > 0")},
+    ev.JOB_START: {"slots": (False, _slot_count, f"a whole number in 1…{MAX_SLOTS:,}"),
+                   "nodes": (False, _slot_count, f"a whole number in 1…{MAX_SLOTS:,}"),
+                   "gpus_per_node": (False, lambda v: _whole(v) and v <= MAX_SLOTS,
+                                     f"a whole number in 0…{MAX_SLOTS:,}"),
+                   "max_retries": (False, _whole, "a whole number >= 0"),
+                   "seed": (False, lambda v: v is None or _whole(v), "a whole number >= 0"),
+                   "checkpoint_every_epochs": (False, lambda v: v is None or _whole(v),
+                                               "a whole number or null"),
+                   "rungs": (False, lambda v: isinstance(v, list) and len(v) == 3,
+                             "[min_epochs, max_epochs, reduction_factor]"),
+                   "scheduler": (False, lambda v: isinstance(v, str), "a string"),
+                   "on_failure": (False, lambda v: isinstance(v, str), "a string"),
+                   "metric": (False, lambda v: isinstance(v, str), "a string"),
+                   "mode": (False, lambda v: v in ("min", "max"), "min or max")},
     ev.TRIAL_START: {"slots": (True, _slot_list, "a list of slot numbers"),
                      "from_epoch": (True, _whole, "a whole number >= 0"),
                      "to_epoch": (True, _whole, "a whole number >= 0"),
@@ -279,8 +297,12 @@ def parse_trace(records: Sequence[tuple[int, Any]], *, source: str
                                 line=line)
         fields = {k: v for k, v in rec.items() if k not in ("t_s", "event")}
         _check_fields(kind, fields, source=source, line=line)
-        if kind == ev.JOB_START and "slots" in fields:
-            slots = fields["slots"]
+        if kind == ev.JOB_START:
+            slots = fields.get("slots", slots)
+            cells = fields.get("nodes", 1) * fields.get("gpus_per_node", 1)
+            if cells > MAX_SLOTS:
+                raise ScenarioError(f"job_start: {cells:,} GPU slots are more than "
+                                    f"{MAX_SLOTS:,}", source=source, field="nodes", line=line)
         if kind == ev.TRIAL_START and slots is not None \
                 and any(x >= slots for x in fields["slots"]):
             raise ScenarioError(f"trial_start holds slot(s) {fields['slots']} of a cluster "

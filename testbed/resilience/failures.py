@@ -95,7 +95,12 @@ class FailureModel:
         if self.trace is not None:
             if len(self.trace) < 2:
                 return float("inf")
-            return (self.trace[-1].t_s - self.trace[0].t_s) / (len(self.trace) - 1)
+            gap = (self.trace[-1].t_s - self.trace[0].t_s) / (len(self.trace) - 1)
+            if gap > 0:
+                return gap
+            # every failure at one instant: the rate over [0, that instant], or none at all
+            last = self.trace[-1].t_s
+            return last / len(self.trace) if last > 0 else float("inf")
         if self.interarrival is None:
             return float("inf")
         mean = self.interarrival.mean_s / (self.nodes if self.per_node else 1)

@@ -96,6 +96,10 @@ def _workers(sc: Scenario, executor: str, workers: int | None) -> int:
         require_mpi_launch("hpo run")
         return 0            # decided by the MPI allocation
     if workers is not None:
+        most = max(8, 4 * (os.cpu_count() or 1))
+        if workers > most:
+            raise InputError(f"must be at most {most} on this machine (4 per CPU): each "
+                             f"worker is a PyTorch process", source="--workers")
         return workers
     gpus = (sc.cluster.nodes or 1) * (sc.cluster.gpus_per_node or 1)
     return max(1, min(gpus, os.cpu_count() or 1))

@@ -95,6 +95,13 @@ HPO_TRACE_VALUES = [
     ('"attempt":0,"epoch":2', '"attempt":-1,"epoch":2', "attempt"),
     ('"attempt":0,"epoch":2', '"attempt":0,"epoch":2.5', "epoch"),
     ('"trial":1}', '"trial":true}', "trial"),
+    ('"nodes":1,', '"nodes":"retry",', "nodes"),
+    ('"nodes":1,', '"nodes":100000000000,', "nodes"),
+    ('"gpus_per_node":2,', '"gpus_per_node":2000000,', "gpus_per_node"),
+    ('"gpus_per_node":2,', '"gpus_per_node":2,"slots":2,', "duplicate key 'slots'"),
+    ('"rungs":[1,2,3]', '"rungs":[1]', "rungs"),
+    ('"max_retries":2', '"max_retries":-2', "max_retries"),
+    ('"mode":"min"', '"mode":"sideways"', "mode"),
 ]
 
 KILL_TRACE = '{"at_step": 2}\n{"during_checkpoint": true}\n'
@@ -194,6 +201,8 @@ SCENARIO_VALUES = [
     ("cluster.nodes", "1e12"), ("simulation.replications", "1000000000000"),
     ("simulation.seed", "-1"), ("checkpoint.restart", "true"), ("failures.detect", "5M"),
     ("checkpoint.cost", "5 parsecs"), ("failures.distribution", "poisson"),
+    ("cluster.nodes", "1000000000000"), ("cluster.nodes", "9" * 40),
+    ("cluster.spares", "10000000000"),
 ]
 
 #: System-profile values that are nonsense (a text replacement in :data:`SYSTEM`).
@@ -210,6 +219,11 @@ SYSTEM_VALUES = [
 ]
 
 #: CSV-level mutations of each CSV kind (text → text).
+def _short_last_row(text: str) -> str:
+    """The last row loses its last two cells (a truncated copy)."""
+    return text.rstrip("\n").rsplit(",", 2)[0] + "\n"
+
+
 CSV_MUTATIONS: dict[str, dict[str, Callable[[str], str]]] = {
     "trace": {"nan-time": lambda t: t.replace("9h,", "nan,"),
               "inf-time": lambda t: t.replace("9h,", "inf,"),
@@ -218,24 +232,28 @@ CSV_MUTATIONS: dict[str, dict[str, Callable[[str], str]]] = {
               "extra-cells": lambda t: t.replace("6h\n", "6h,x,y\n"),
               "no-header": lambda t: "\n".join(t.splitlines()[1:]) + "\n",
               "quote-chaos": lambda t: t.replace("Faulty GPU", '"Faulty\nGPU'),
-              "huge-repair": lambda t: t.replace(",6h", ",1e300h")},
+              "huge-repair": lambda t: t.replace(",6h", ",1e300h"),
+              "short-row": _short_last_row},
     "causes": {"nan-count": lambda t: t.replace("148", "nan"),
                "inf-count": lambda t: t.replace("148", "inf"),
                "negative-count": lambda t: t.replace("148", "-3"),
                "missing-column": lambda t: t.replace("count", "cnt"),
-               "duplicate-cause": lambda t: t + "Faulty GPU,GPU,3\n"},
+               "duplicate-cause": lambda t: t + "Faulty GPU,GPU,3\n",
+               "short-row": _short_last_row},
     "calibration": {"nan-time": lambda t: t.replace("0.11", "nan"),
                     "inf-time": lambda t: t.replace("0.11", "inf"),
                     "tiny-time": lambda t: t.replace("0.11", "1e-300"),
                     "huge-time": lambda t: t.replace("0.11", "1e300"),
                     "huge-gpus": lambda t: t.replace("resnet50,data,4,", "resnet50,data,1000000000000,"),
                     "missing-column": lambda t: t.replace("s_per_iter_median", "median"),
-                    "bad-shape": lambda t: t.replace("3x224x224", "3x0x224")},
+                    "bad-shape": lambda t: t.replace("3x224x224", "3x0x224"),
+                    "short-row": _short_last_row},
     "dataset": {"nan-value": lambda t: t.replace("0.5,", "nan,", 1),
                 "missing-target": lambda t: t.replace("label", "lbl"),
                 "inf-value": lambda t: t.replace("1.0,", "inf,", 1),
                 "ragged": lambda t: t.replace("\n1.5,", "\n1.5,9,9,"),
-                "text-value": lambda t: t.replace("2.0,", "two,", 1)},
+                "text-value": lambda t: t.replace("2.0,", "two,", 1),
+                "short-row": _short_last_row},
     "fta": {"nan-start": lambda t: t.replace("1136080800", "nan"),
             "stop-before-start": lambda t: t.replace("1136095200", "1"),
             "short-row": lambda t: t.split("\t7\t")[0] + "\n"},

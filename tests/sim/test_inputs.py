@@ -89,6 +89,22 @@ def test_fta_import_and_trace_replay_is_deterministic():
     assert a[0].failures == 6
 
 
+@pytest.mark.parametrize("at", ["2h", "0"])
+def test_a_trace_whose_failures_share_one_instant(tmp_path, at):
+    """A zero mean gap between failures: the job MTBF is the rate over [0, that instant]
+    (or no MTBF when it is t = 0), so Daly's interval stays finite and the run ends."""
+    (tmp_path / "t.csv").write_text(f"time_s,node,cause,repair_s\n{at},1,a,0\n{at},0,b,1h\n")
+    path = tmp_path / "s.yaml"
+    path.write_text("workload: {compute_time: 30h}\ncluster: {nodes: 4}\n"
+                    "failures: {trace: t.csv}\ncheckpoint: {policy: daly, cost: 1min, "
+                    "restart: 1min}\nsimulation: {replications: 2}\n")
+    spec = resolve(load_scenario(path))
+    mtbf = spec.failures.job_mtbf_s
+    assert mtbf == (3600.0 if at == "2h" else float("inf"))
+    from simulators.run import replicate
+    assert all(r.failures == 2 for r in replicate(spec, 2, 0))
+
+
 def _cli(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "testbed", *args], capture_output=True,
                           text=True, timeout=120, cwd=cwd)
