@@ -51,12 +51,27 @@ def _umask() -> int:
     return mask
 
 
-def check_writable_target(path: str | Path, *, field: str | None = None) -> Path:
-    """Refuse, before any work starts, a target that cannot be written: a folder in
-    its place, a missing or read-only parent folder."""
-    target = Path(path)
+def _refuse_special(target: Path, field: str | None) -> None:
+    """A device, FIFO or socket in the target's place is never written: an atomic rename
+    would replace the device node itself, and opening a FIFO blocks until a reader comes."""
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return
     if target.is_dir():
         raise InputError("is a folder; give a file name", source=str(target), field=field)
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) \
+            else "a device"
+        raise InputError(f"is {kind}, not a regular file; give a file name",
+                         source=str(target), field=field)
+
+
+def check_writable_target(path: str | Path, *, field: str | None = None) -> Path:
+    """Refuse, before any work starts, a target that cannot be written: a folder, a
+    device or a FIFO in its place, a missing or read-only parent folder."""
+    target = Path(path)
+    _refuse_special(target, field)
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
         raise InputError("the folder does not exist", source=str(target), field=field)
@@ -70,8 +85,7 @@ def atomic_write(path: str | Path, write: Callable[[IO[Any]], object], *, binary
     """Write ``path`` through ``write(handle)`` atomically (see the module docstring)."""
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise InputError("is a folder; give a file name", source=str(target), field=field)
+    _refuse_special(target, field)
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:

@@ -3,12 +3,14 @@ nothing half-written, nothing outside the report folder, the previous report int
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
 
-from tests.hostile.cases import SCENARIO
+from tests.hostile.cases import CALIBRATION_CSV, SCENARIO
 from tests.hostile.harness import assert_refused, run_bounded, run_in_process, tree_state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,3 +78,39 @@ def test_scenario_names_without_a_usable_folder_are_refused(work, name):
     before = tree_state(work)
     assert_refused(run_in_process(["run", "n.yaml", "-r", "2"], cwd=work), field="name")
     assert tree_state(work) == before
+
+
+def _special_writers(target: str) -> list[list[str]]:
+    """Every kind of output option: event logs, exports, profiles, stores, timelines."""
+    return [["simulate", "s.yaml", "-r", "2", "--events", target],
+            ["traces", "import-fta", "fta.tab", "-o", target],
+            ["model", "export", "alexnet", "-o", target],
+            ["sweep", "s.yaml", "--grid", "checkpoint.interval=1h,2h", "-r", "2", "--store",
+             target, "-q"],
+            ["calibrate", str(REPO / "traces" / "measurements" / "vm" / "fit.jsonl"),
+             "--base", "laptop-cpu", "-o", target],
+            ["records", "import-paradl", "calibration.csv", "-o", target],
+            ["real-run", "slurm", "--run", "train", "--nodes", "1", "-o", target],
+            ["real-run", "train", "--framework", "torch", "--steps", "2", "--timeline",
+             target],
+            ["real-run", "profile", "--framework", "torch", "--steps", "2",
+             "--measurements", target]]
+
+
+@pytest.mark.parametrize("special", ["fifo", "device-link"])
+def test_a_device_or_fifo_in_the_targets_place_is_never_written(work, special):
+    """An atomic rename would replace a device node with a regular file, and opening a
+    FIFO blocks until a reader comes: both are refused before any work."""
+    (work / "calibration.csv").write_text(CALIBRATION_CSV)
+    target = work / "target"
+    if special == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/null")
+    before = tree_state(work)
+    for args in _special_writers(str(target)):
+        out = run_bounded(args, cwd=work, timeout=60)
+        assert_refused(out, names="target")
+        assert "not a regular file" in out.stderr, (args, out.stderr)
+        assert tree_state(work) == before, args
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
