@@ -67,3 +67,18 @@ def sweep_scenario(tmp_path) -> Path:
     path = tmp_path / "sweep-test.yaml"
     path.write_text(SWEEP_SCENARIO)
     return path
+
+
+def points_done(db) -> int:
+    """Points a sweep has stored so far (0 before its tables exist); read-only, so a
+    running sweep is not disturbed."""
+    if not Path(db).exists():
+        return 0
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT COUNT(*) FROM points").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:   # tables not created yet
+        return 0

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from tests.whatif.conftest import INTERVALS, MTBFS, REPO, env, outcomes, run_testbed
+from tests.whatif.conftest import INTERVALS, MTBFS, REPO, env, outcomes, points_done, run_testbed
 
 POINTS, REPS = 200, 100
 
@@ -30,17 +30,6 @@ def _args(scenario, db):
             "--store", str(db)]
 
 
-def _done(db) -> int:
-    if not db.exists():
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("SELECT COUNT(*) FROM points").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.OperationalError:   # tables not created yet
-        return 0
 
 
 def _run_and_kill(scenario, db, threshold: int, delay_s: float) -> int:
@@ -50,7 +39,7 @@ def _run_and_kill(scenario, db, threshold: int, delay_s: float) -> int:
                             stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     try:
-        while _done(db) < threshold:
+        while points_done(db) < threshold:
             if proc.poll() is not None:
                 pytest.fail(f"the sweep ended before the kill (exit {proc.returncode})")
             if time.monotonic() > deadline:
@@ -61,7 +50,7 @@ def _run_and_kill(scenario, db, threshold: int, delay_s: float) -> int:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    return _done(db)
+    return points_done(db)
 
 
 @pytest.mark.timeout(300)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.whatif.conftest import INTERVALS, REPO, env, outcomes, run_testbed
+from tests.whatif.conftest import INTERVALS, REPO, env, outcomes, points_done, run_testbed
 
 MTBFS_SMALL = "2h,4h,6h"
 POINTS = 20 * 3
@@ -28,15 +28,6 @@ def _args(scenario: Path, db: Path, reps: int = 60) -> list[str]:
             "--store", str(db), "-q"]
 
 
-def _done(db: Path) -> int:
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("SELECT COUNT(*) FROM points").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
 
 
 def _children(pid: int) -> set[int]:
@@ -70,7 +61,7 @@ def _start(scenario: Path, db: Path, reps: int = 60) -> subprocess.Popen:
 
 def _wait_for_points(proc: subprocess.Popen, db: Path, n: int) -> set[int]:
     deadline = time.monotonic() + 120
-    while _done(db) < n:
+    while points_done(db) < n:
         assert proc.poll() is None, proc.stderr.read()
         assert time.monotonic() < deadline, "the sweep made no progress"
         time.sleep(0.01)
@@ -111,7 +102,7 @@ def test_sigterm_and_ctrl_c_exit_130_and_the_rerun_resumes_exactly(tmp_path, swe
     assert "interrupted" in err and "point(s) are stored in" in err and "resume" in err, err
     assert "Traceback" not in err
     assert _gone(workers)
-    stored = _done(db)
+    stored = points_done(db)
     assert 5 <= stored < POINTS
     rerun = run_testbed(*_args(sweep_scenario, db), timeout=240)
     assert rerun.returncode == 0, rerun.stderr
