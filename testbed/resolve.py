@@ -71,6 +71,9 @@ def at(sc: Scenario, field: str) -> Iterator[None]:
         raise
     except InputError as exc:
         if exc.source not in (None, sc.source):
+            if exc.field is None and exc.line is None:   # the file as a whole (a FIFO, too
+                exc.field = field                        # large): say which key named it
+                exc.args = (exc.format(),)
             raise   # the error is inside another file (a trace, a cause table): keep it
         sub = exc.field if exc.field and exc.field != field.rsplit(".", 1)[-1] else None
         key = f"{field}.{sub}" if sub and field in ("model", "parallelism") else field

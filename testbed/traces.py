@@ -122,7 +122,7 @@ def load_trace(path: str | Path, *, field: str | None = None,
     if not path.exists():
         raise ScenarioError(f"trace file {str(path)!r} not found", source=referrer,
                             field=field)
-    return parse_trace(read_text(path), source=str(path))
+    return parse_trace(read_text(path, field=field), source=str(path))
 
 
 def format_trace(rows: list[TraceRow]) -> str:

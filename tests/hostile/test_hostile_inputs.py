@@ -227,3 +227,13 @@ def test_the_mpi_executor_outside_an_mpi_launch_is_one_line(tmp_path, args):
     assert_refused(outcome, names="--executor mpi")
     assert "mpiexec" in outcome.stderr
     assert tree_state(tmp_path) == before
+
+
+@pytest.mark.parametrize("kind, field", [("system", "system"), ("trace", "failures.trace"),
+                                         ("causes", "failures.causes")])
+def test_a_special_file_a_scenario_refers_to_names_the_scenarios_key(tmp_path, kind, field):
+    path = tmp_path / f"input{SUFFIX[kind]}"
+    os.mkfifo(path)
+    ref = [args for args in _commands(kind, path, tmp_path) if "refers" in " ".join(args)]
+    assert ref, kind
+    _check(tmp_path, path, ref, field=field)
