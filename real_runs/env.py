@@ -92,6 +92,17 @@ def child_error(returncode: int, stderr: str, what: str) -> Exception:
     return ChildFailed(f"{what} failed: {message}")
 
 
+#: Local framework processes one command may start: a few per CPU (they take turns on
+#: the cores), and at least 8 so a small machine can still try a small group.
+PROCESSES_PER_CPU = 4
+MIN_PROCESS_CAP = 8
+
+
+def max_local_processes() -> int:
+    """The most framework processes a command starts on this machine."""
+    return max(MIN_PROCESS_CAP, PROCESSES_PER_CPU * (os.cpu_count() or 1))
+
+
 def available_memory_bytes() -> int | None:
     """Memory the kernel can give a new process now (Linux ``MemAvailable``; the
     physical memory elsewhere), or None when the system does not say."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from testbed.errors import InputError
+from testbed.inputs import describe_kind
 
 _REASONS = {
     errno.ENOSPC: "no space left on the device",
@@ -61,10 +62,8 @@ def _refuse_special(target: Path, field: str | None) -> None:
     if target.is_dir():
         raise InputError("is a folder; give a file name", source=str(target), field=field)
     if not stat.S_ISREG(mode):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) \
-            else "a device"
-        raise InputError(f"is {kind}, not a regular file; give a file name",
-                         source=str(target), field=field)
+        raise InputError(f"{describe_kind(mode)}; give a file name", source=str(target),
+                         field=field)
 
 
 def check_writable_target(path: str | Path, *, field: str | None = None) -> Path:

@@ -59,7 +59,8 @@ def limit_bytes() -> int:
     return value
 
 
-def _describe_kind(mode: int) -> str:
+def describe_kind(mode: int) -> str:
+    """Why a path of this mode is not read (or written) as a file."""
     if stat.S_ISDIR(mode):
         return "is a folder, not a file"
     if stat.S_ISFIFO(mode):
@@ -93,7 +94,7 @@ def read_bytes(path: str | Path, *, source: str | None = None, field: str | None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=source, field=field) from None
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(_describe_kind(st.st_mode), source=source, field=field)
+        raise InputError(describe_kind(st.st_mode), source=source, field=field)
     if st.st_size > limit:
         raise InputError(_too_big(st.st_size, limit), source=source, field=field)
     try:
@@ -103,7 +104,7 @@ def read_bytes(path: str | Path, *, source: str | None = None, field: str | None
     try:
         fst = os.fstat(fd)
         if not stat.S_ISREG(fst.st_mode):   # swapped for something else after the stat
-            raise InputError(_describe_kind(fst.st_mode), source=source, field=field)
+            raise InputError(describe_kind(fst.st_mode), source=source, field=field)
         chunks, total = [], 0
         while True:
             chunk = os.read(fd, min(1 << 20, limit + 1 - total))

@@ -8,7 +8,6 @@ Frameworks are imported only inside the child processes the commands start (and 
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -19,10 +18,6 @@ from testbed.cli.common import Names
 from testbed.errors import InputError
 from testbed.files import check_writable_target
 from testbed.units import parse_duration_s, parse_shape
-
-#: Local gloo processes a profile may start: a few per CPU (they take turns), at least 8.
-PROCESSES_PER_CPU = 4
-MIN_PROCESS_CAP = 8
 
 
 def _echo_json(data) -> None:
@@ -192,8 +187,9 @@ def checkpoint_bench_cmd(framework, model, width, repeats, formats, measurements
 def profile_cmd(framework, model, steps, seed, processes, measurements, as_json,
                 **options) -> None:
     """Per-step forward/backward/update times, per-layer times and peak memory."""
+    from real_runs.env import PROCESSES_PER_CPU, max_local_processes
     from real_runs.profile import profile_run
-    most = max(MIN_PROCESS_CAP, PROCESSES_PER_CPU * (os.cpu_count() or 1))
+    most = max_local_processes()
     if not 1 <= processes <= most:
         raise InputError(f"must be in 1…{most} on this machine ({PROCESSES_PER_CPU} per CPU)",
                          field="--processes")

@@ -96,10 +96,11 @@ def _workers(sc: Scenario, executor: str, workers: int | None) -> int:
         require_mpi_launch("hpo run")
         return 0            # decided by the MPI allocation
     if workers is not None:
-        most = max(8, 4 * (os.cpu_count() or 1))
+        from real_runs.env import PROCESSES_PER_CPU, max_local_processes
+        most = max_local_processes()
         if workers > most:
-            raise InputError(f"must be at most {most} on this machine (4 per CPU): each "
-                             f"worker is a PyTorch process", source="--workers")
+            raise InputError(f"must be at most {most} on this machine ({PROCESSES_PER_CPU} "
+                             f"per CPU): each worker is a PyTorch process", source="--workers")
         return workers
     gpus = (sc.cluster.nodes or 1) * (sc.cluster.gpus_per_node or 1)
     return max(1, min(gpus, os.cpu_count() or 1))
