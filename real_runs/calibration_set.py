@@ -42,7 +42,7 @@ from testbed.calibration.design import (
     StepPoint,
     SupervisedPart,
 )
-from testbed.files import write_json
+from testbed.io.write import write_json
 from testbed.measurements import Environment, Record, write_records
 
 FIT_FILE = "fit.jsonl"

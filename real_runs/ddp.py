@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from real_runs.ckpt_store import CheckpointStore
 from real_runs.distributed import init_process_group
 from real_runs.env import ChildFailed, child_env, python_cmd
 from real_runs.harness import (
@@ -50,7 +51,6 @@ from real_runs.harness import (
     seed_process_globals,
     streams,
 )
-from real_runs.store import CheckpointStore
 
 FRAMEWORK = "torch-ddp"
 #: How long a paused rank sleeps (the supervisor kills it meanwhile).

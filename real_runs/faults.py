@@ -24,10 +24,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from testbed.errors import ScenarioError
-from testbed.inputs import parse_json, read_text
+from testbed.io.read import parse_json, read_text
+from testbed.streams import generator
 
 DAMAGE_MODES = ("truncate", "bitflip")
 
@@ -93,8 +92,7 @@ def parse_kill_trace(path: str | Path) -> list[KillSpec]:
 
 def mtbf_plan(mtbf_s: float, seed: int, count: int) -> list[KillSpec]:
     """Kill times drawn from an exponential distribution (mean ``mtbf_s``), one per incarnation."""
-    stream = np.random.SeedSequence(seed).spawn(8)[7]   # the "kills" stream of the run seed
-    rng = np.random.Generator(np.random.PCG64(stream))
+    rng = generator(seed, "run.kills")
     return [KillSpec(at_s=float(t)) for t in rng.exponential(mtbf_s, size=count)]
 
 
@@ -107,7 +105,7 @@ def damage_file(path: Path, mode: str, seed: int = 0) -> str:
     if mode == "bitflip":
         if not data:
             raise ValueError("cannot flip a bit of an empty file")
-        rng = np.random.Generator(np.random.PCG64(seed))
+        rng = generator(seed, "run.damage")
         offset = int(rng.integers(len(data) // 4, max(len(data) * 3 // 4, len(data) // 4 + 1)))
         data[offset] ^= 1 << int(rng.integers(0, 8))
         path.write_bytes(bytes(data))

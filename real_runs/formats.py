@@ -57,7 +57,7 @@ HARNESS_FORMAT = "harness"
 
 
 def _harness_format(trainer) -> tuple[Callable, Callable, bool, bool]:
-    from real_runs.store import CheckpointStore
+    from real_runs.ckpt_store import CheckpointStore
     cfg = trainer.cfg
 
     def save(d: Path):

@@ -5,7 +5,7 @@ one step; the :class:`Trainer` owns everything else — the generated data set, 
 shuffling data iterator, the framework-independent RNG states (Python ``random`` and
 NumPy's global generator, which frameworks such as Chainer use for dropout), the loss
 history, and writing/restoring complete checkpoints through the
-:class:`~real_runs.store.CheckpointStore`.
+:class:`~real_runs.ckpt_store.CheckpointStore`.
 
 A checkpoint holds: the back end's files (model, optimizer with its learning-rate
 schedule, framework RNG state, Keras seed-generator states) plus ``state.json`` with
@@ -29,7 +29,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from testbed.errors import InputError, UnknownNameError
-from testbed.inputs import parse_json, read_text
+from testbed.io.read import parse_json, read_text
+from testbed.streams import generator, seed_sequence
 from testbed.units import did_you_mean
 
 #: Resident memory of a process that has imported the framework (ru_maxrss after the
@@ -240,14 +241,15 @@ def import_framework(framework: str) -> float:
 # -- data --------------------------------------------------------------------------------
 
 def streams(seed: int) -> dict[str, np.random.SeedSequence]:
+    """The named seed sequences of a training run (the registry's ``run.*`` purposes)."""
     names = ("data", "shuffle", "init", "python", "numpy_global", "framework")
-    return dict(zip(names, np.random.SeedSequence(seed).spawn(len(names)), strict=True))
+    return {name: seed_sequence(seed, f"run.{name}") for name in names}
 
 
 def make_dataset(seed: int, samples: int = SAMPLES,
                  shape: tuple[int, ...] = IMAGE_SHAPE) -> tuple[np.ndarray, np.ndarray]:
     """A generated image-classification set: Gaussian images labelled by a random teacher."""
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed).spawn(1)[0]))
+    rng = generator(seed, "run.data")
     x = rng.standard_normal((samples, *shape), dtype=np.float32)
     teacher = rng.standard_normal((int(np.prod(shape)), CLASSES)).astype(np.float32)
     y = np.argmax(x.reshape(samples, -1) @ teacher, axis=1).astype(np.int64)
@@ -401,7 +403,7 @@ class Trainer:
             # goes, the committed ones stay, and the run stops with one line
             import shutil
 
-            from testbed.files import os_reason
+            from testbed.io.write import os_reason
             shutil.rmtree(tmp, ignore_errors=True)
             raise InputError(f"cannot write the checkpoint of step {self.step}: "
                              f"{os_reason(exc)}; the earlier checkpoints are intact",

@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from real_runs.ckpt_store import CheckpointStore
 from real_runs.env import ERROR_PREFIX, INPUT_ERROR_STATUS, ChildFailed, child_env, python_cmd
 from real_runs.faults import KillSpec, damage_checkpoint
 from real_runs.harness import RunConfig
-from real_runs.store import CheckpointStore
 from testbed import events as ev
 from testbed.errors import InputError
 
@@ -73,7 +73,7 @@ class Timeline:
                 stream.flush()
                 os.fsync(stream.fileno())
         except OSError as exc:
-            from testbed.files import os_reason
+            from testbed.io.write import os_reason
             raise InputError(f"cannot append to the timeline: {os_reason(exc)}",
                              source=str(self.sink), field="--timeline") from None
 
@@ -330,7 +330,7 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
     store = CheckpointStore(ckpt_dir, cfg.framework, cfg.model, keep=cfg.keep)
     store.check_usable()
     if timeline_path is not None:
-        from testbed.files import check_writable_target
+        from testbed.io.write import check_writable_target
         check_writable_target(timeline_path, field="--timeline")
     run = _Run(Timeline(sink=Path(timeline_path) if timeline_path is not None else None))
     wall0 = run.timeline.t0

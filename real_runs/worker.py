@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from testbed.errors import InputError
 
 if TYPE_CHECKING:      # imported lazily at run time (this process starts light)
+    from real_runs.ckpt_store import CheckpointStore
     from real_runs.harness import Trainer
-    from real_runs.store import CheckpointStore
 
 #: How long a paused worker sleeps (the supervisor kills it meanwhile).
 PAUSE_S = 60.0
@@ -88,9 +88,9 @@ def _resume(trainer: Trainer, store: CheckpointStore, omit: frozenset[str], emit
 
 def run_request(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     """Run one training request; returns the result record."""
+    from real_runs.ckpt_store import CheckpointStore
     from real_runs.env import capture_environment
     from real_runs.harness import OMITTABLE, RunConfig, Trainer, import_framework, make_backend
-    from real_runs.store import CheckpointStore
 
     cfg = RunConfig.from_dict(request["cfg"]).validated()
     omit = frozenset(request.get("omit", ()))

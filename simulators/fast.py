@@ -28,7 +28,7 @@ from simulators.jobmath import run_until
 from testbed.outcomes import OpsCounts, RepResult, close_books
 from testbed.resilience.exposure import cause_tables, lane_of, phase_speeds
 from testbed.resilience.spec import SimSpec
-from testbed.resilience.streams import stream
+from testbed.streams import stream
 
 INF = math.inf
 BLOCK = 256

@@ -4,7 +4,7 @@ The guard matters under MPI: mpi4py.futures workers import the main module under
 another name (``__worker__``) to unpickle tasks, and must not run the CLI.
 """
 
-from testbed.cli.main import main
+from testbed.app.cli.main import main
 
 if __name__ == "__main__":
     main()

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
-from testbed.canonical import dumps
+from testbed.io.canonical import dumps
 
 JOB_START = "job_start"            # the job (or a restarted incarnation) begins
 STEPS = "steps"                    # a contiguous range of training steps ran: start_step, end_step
@@ -32,7 +32,7 @@ CORRUPTION_DETECTED = "corruption_detected"  # a damaged checkpoint was found an
 MAINTENANCE = "maintenance"
 JOB_END = "job_end"
 
-# HPO schedules (simulators/hpo.py, testbed/sweep/hpo_run.py): trial, attempt, slots, epoch
+# HPO schedules (simulators/hpo/engine.py, testbed/app/hpo/driver.py): trial, attempt, slots, epoch
 TRIAL_START = "trial_start"          # an attempt starts: node, slots, from_epoch, to_epoch
 TRIAL_RESULT = "trial_result"        # a trial reported a value after an epoch (real runs)
 TRIAL_END = "trial_end"              # an attempt reached its target epoch: value, status

@@ -23,10 +23,10 @@ Kinds and what they carry (units in every name):
 ``supervised_run`` a fault-injection run: its kills, wall time, lost steps and timeline
 =================  ==========================================================================
 
-Reading goes through :func:`testbed.inputs.read_jsonl` and every line is validated with
-pydantic (:class:`testbed.schema.Strict`): an unknown version or kind, a missing field,
+Reading goes through :func:`testbed.io.read.read_jsonl` and every line is validated with
+pydantic (:class:`testbed.io.schema.Strict`): an unknown version or kind, a missing field,
 an unknown key or a non-finite number is one :class:`~testbed.errors.ScenarioError`
-naming the file, the line and the key. Writing goes through :mod:`testbed.files`.
+naming the file, the line and the key. Writing goes through :mod:`testbed.io.write`.
 This module is pure: capturing the running process's environment lives in
 ``real_runs.env``.
 """
@@ -40,11 +40,11 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
-from testbed.canonical import dumps
 from testbed.errors import ScenarioError
-from testbed.files import write_text
-from testbed.inputs import read_jsonl, read_text
-from testbed.schema import Strict, error_from
+from testbed.io.canonical import dumps
+from testbed.io.read import read_jsonl, read_text
+from testbed.io.schema import Strict, error_from
+from testbed.io.write import write_text
 
 #: The record format this testbed reads and writes.
 SCHEMA_VERSION = 1

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import ScenarioError
-from testbed.files import write_text
-from testbed.inputs import read_text
+from testbed.io.read import read_text
+from testbed.io.write import write_text
 from testbed.units import parse_duration_s
 
 COLUMNS = ("time_s", "node", "cause", "repair_s")
@@ -136,7 +136,7 @@ def format_trace(rows: list[TraceRow]) -> str:
 
 
 def write_trace(rows: list[TraceRow], path: str | Path, *, field: str | None = None) -> None:
-    """Write a trace atomically (:func:`testbed.files.write_text`)."""
+    """Write a trace atomically (:func:`testbed.io.write.write_text`)."""
     write_text(path, format_trace(rows), field=field)
 
 

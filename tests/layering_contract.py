@@ -1,19 +1,20 @@
-"""The import contract of the three layers (README, "Architecture").
+"""The import contract: three layers, and floors inside each (README, "Architecture").
 
 core (pure ``testbed.`` modules) → engines (``simulators``, ``real_runs``) → application
-(``testbed.`` resolve, sweep, store, report, cli, progress). :func:`violations` reads
-every Python file under a source root with :mod:`ast` (no import is executed) and
-returns what breaks the contract:
+(``testbed.app``). Inside the core and the application, packages stand on floors
+(:data:`CORE_FLOORS`, :data:`APP_FLOORS`, named by package prefix): a module may import
+its own floor and the floors below it, never one above. :func:`violations` reads every
+Python file under a source root with :mod:`ast` (no import is executed) and returns
+what breaks the contract:
 
-* an import of a higher layer (core importing an engine or the application, an engine
-  importing the application) — anywhere in a file, functions and ``TYPE_CHECKING``
-  blocks included: a lazy import is still a dependency;
+* an import of a higher layer or a higher floor — anywhere in a file, functions and
+  ``TYPE_CHECKING`` blocks included: a lazy import is still a dependency;
 * a heavy third-party package in the wrong layer: SimPy, DL frameworks or MPI in the
   core (at any depth), a DL framework or MPI in ``simulators`` outside ``mpi_pool``,
   a DL framework at module level in ``real_runs``;
 * an import circle between project modules (any import statement);
 * a private name (``_x``) imported from another module;
-* a project module that belongs to no layer (every new module must be placed).
+* a project module that stands on no floor (every new package must be placed).
 """
 
 from __future__ import annotations
@@ -25,18 +26,30 @@ from pathlib import Path
 CORE, ENGINE, APP = 0, 1, 2
 LAYER_NAMES = {CORE: "core", ENGINE: "engines", APP: "application"}
 
-#: ``testbed.`` modules (or packages, by prefix) of the application layer.
-APPLICATION = ("testbed.resolve", "testbed.sweep", "testbed.store", "testbed.report",
-               "testbed.cli", "testbed.progress", "testbed.__main__")
-#: ``testbed.`` modules (or packages) of the core.
-CORE_MODULES = ("testbed", "testbed.units", "testbed.errors", "testbed.canonical",
-                "testbed.events", "testbed.inputs", "testbed.files", "testbed.schema",
-                "testbed.datafiles", "testbed.model", "testbed.systems", "testbed.scenario",
-                "testbed.traces", "testbed.measurements", "testbed.oracle",
-                "testbed.resilience", "testbed.stats", "testbed.outcomes", "testbed.calibrate",
-                "testbed.calibration", "testbed.precision", "testbed.hpo",
-                "testbed.ckpt_formats")
+#: The core's floors, bottom up. ``testbed`` alone is the package itself.
+CORE_FLOORS: tuple[tuple[str, ...], ...] = (
+    # foundation: quantities, errors, the I/O boundary, event logs, estimators, seeds
+    ("testbed", "testbed.units", "testbed.errors", "testbed.io", "testbed.events",
+     "testbed.stats", "testbed.streams"),
+    # what is trained and what it runs on: the layer IR and zoo, system profiles
+    ("testbed.model", "testbed.systems"),
+    # the physics: cost model, failure/checkpoint math, precision transforms
+    ("testbed.oracle", "testbed.resilience", "testbed.precision"),
+    # what users write and what runs produce: scenarios (with their HPO section),
+    # failure traces, measurement records, typed results
+    ("testbed.scenario", "testbed.traces", "testbed.measurements", "testbed.outcomes"),
+    # what is built on all of it: calibration fits, HPO planning and decisions
+    ("testbed.calibration", "testbed.hpo"),
+)
+#: The engines: one floor (``simulators`` and ``real_runs`` do not import each other).
 ENGINE_PACKAGES = ("simulators", "real_runs")
+#: The application's floors, bottom up.
+APP_FLOORS: tuple[tuple[str, ...], ...] = (
+    ("testbed.app.progress", "testbed.app.results_db", "testbed.app.resolve"),
+    ("testbed.app.sweep", "testbed.app.hpo"),
+    ("testbed.app.report",),
+    ("testbed.app.cli", "testbed.app", "testbed.__main__"),
+)
 FRAMEWORKS = {"torch", "tensorflow", "keras", "chainer", "cupy", "jax"}
 MPI = {"mpi4py"}
 #: Optional heavy libraries that engines and the application import only lazily.
@@ -59,15 +72,44 @@ def _matches(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
+def _floor_in(module: str, floors: tuple[tuple[str, ...], ...]) -> int | None:
+    """The floor of ``module`` among ``floors`` (the longest matching prefix wins)."""
+    best: tuple[int, int] | None = None
+    for i, floor in enumerate(floors):
+        for prefix in floor:
+            exact_only = prefix in ("testbed", "testbed.app")
+            hit = module == prefix if exact_only else _matches(module, (prefix,))
+            if hit and (best is None or len(prefix) > best[1]):
+                best = (i, len(prefix))
+    return None if best is None else best[0]
+
+
+def rank_of(module: str) -> tuple[int, int] | None:
+    """(layer, floor) of a project module, or None when it stands on no floor."""
+    app = _floor_in(module, APP_FLOORS)
+    if app is not None:
+        return APP, app
+    if _matches(module, ENGINE_PACKAGES):
+        return ENGINE, 0
+    core = _floor_in(module, CORE_FLOORS)
+    if core is not None:
+        return CORE, core
+    return None
+
+
 def layer_of(module: str) -> int | None:
     """The layer of a project module, or None when it belongs to none."""
-    if _matches(module, APPLICATION):
-        return APP
-    if _matches(module, ENGINE_PACKAGES):
-        return ENGINE
-    if module == "testbed" or _matches(module, CORE_MODULES[1:]):
-        return CORE
-    return None
+    rank = rank_of(module)
+    return None if rank is None else rank[0]
+
+
+def floor_name(rank: tuple[int, int]) -> str:
+    layer, floor = rank
+    floors = {CORE: CORE_FLOORS, APP: APP_FLOORS}.get(layer)
+    if floors is None:
+        return LAYER_NAMES[layer]
+    names = "/".join(p.split(".")[-1] for p in floors[floor] if p not in ("testbed",))
+    return f"{LAYER_NAMES[layer]} floor {floor + 1} ({names})"
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -192,7 +234,7 @@ def violations(root: Path, packages: tuple[str, ...] = ("testbed", "simulators",
         layer = layer_of(mod)
         where = path.relative_to(root)
         if layer is None:
-            problems.append(f"{where}: module {mod} belongs to no layer (add it to the contract)")
+            problems.append(f"{where}: module {mod} belongs to no layer (add its package to a floor of the contract)")
             continue
         for imp in imports_of(root, path):
             heavy = _heavy_problem(imp, layer)
@@ -202,10 +244,14 @@ def violations(root: Path, packages: tuple[str, ...] = ("testbed", "simulators",
             if target is None or target == mod:
                 continue
             graph[mod].add(target)
-            tl = layer_of(target)
-            if tl is not None and tl > layer:
-                problems.append(f"{where}:{imp.line}: {LAYER_NAMES[layer]} module {mod} imports "
-                                f"{LAYER_NAMES[tl]} module {target}")
+            rank, trank = rank_of(mod), rank_of(target)
+            if rank is not None and trank is not None and trank > rank:
+                what = (f"{LAYER_NAMES[layer]} module {mod} imports "
+                        f"{LAYER_NAMES[trank[0]]} module {target}")
+                if trank[0] == rank[0]:
+                    what = (f"{floor_name(rank)} module {mod} imports {target} of the higher "
+                            f"{floor_name(trank)}")
+                problems.append(f"{where}:{imp.line}: {what}")
             private = [n for n in imp.names if n.startswith("_") and not n.startswith("__")]
             if private:
                 problems.append(f"{where}:{imp.line}: imports private name(s) "

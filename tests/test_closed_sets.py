@@ -9,13 +9,14 @@ from typing import get_args
 
 import pytest
 
-from testbed.cli.main import main
+from testbed.app.cli.main import main
 from testbed.errors import ScenarioError
-from testbed.hpo.spec import ON_FAILURE, SCHEDULERS, SEARCHES, FailurePolicy, Scheduler, Search
 from testbed.oracle.request import SCHEDULES, STRATEGIES
 from testbed.oracle.state import DTYPE_BYTES, PRECISIONS
-from testbed.resilience.spec import ENGINES, POLICIES
-from testbed.scenario import scenario_from_dict
+from testbed.resilience.ckpt_policy import POLICIES, PolicyName
+from testbed.resilience.spec import ENGINES
+from testbed.scenario.hpo import ON_FAILURE, SCHEDULERS, SEARCHES, FailurePolicy, Scheduler, Search
+from testbed.scenario.schema import scenario_from_dict
 
 BASE = {"workload": {"compute_time": "10h"}, "failures": {"mtbf": "2h"},
         "checkpoint": {"cost": "1min", "restart": "2min"}}
@@ -35,6 +36,7 @@ def test_one_list_of_names_each():
     assert SEARCHES == get_args(Search) and SCHEDULERS == get_args(Scheduler)
     assert ON_FAILURE == get_args(FailurePolicy)
     assert "daly" in POLICIES and ENGINES == ("fast", "simpy")
+    assert tuple(POLICIES) == get_args(PolicyName)   # the registry is the schema's set
 
 
 @pytest.mark.parametrize("section, extra, base, field, words", [

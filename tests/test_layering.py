@@ -39,19 +39,19 @@ def test_contract_fails_on_a_planted_circle(tmp_path):
 def test_contract_fails_on_an_upward_or_private_import(tmp_path):
     root = _plant(tmp_path, {
         "testbed/__init__.py": "",
-        "testbed/units.py": "def f():\n    from testbed.cli import main\n",
-        "testbed/cli/__init__.py": "",
-        "testbed/cli/main.py": "from testbed.units import _hidden\n",
+        "testbed/units.py": "def f():\n    from testbed.app.cli import main\n",
+        "testbed/app/cli/__init__.py": "",
+        "testbed/app/cli/main.py": "from testbed.units import _hidden\n",
         "simulators/__init__.py": "",
-        "simulators/engine.py": "import torch\nfrom testbed.store import Store\n",
-        "testbed/store.py": "",
+        "simulators/engine.py": "import torch\nfrom testbed.app.results_db import Store\n",
+        "testbed/app/results_db.py": "",
         "testbed/oracle.py": "import simpy\n",
         "testbed/newthing.py": "",
     })
     text = "\n".join(violations(root))
-    assert "core module testbed.units imports application module testbed.cli.main" in text
+    assert "core module testbed.units imports application module testbed.app.cli.main" in text
     assert "private name(s) _hidden" in text
-    assert "engines module simulators.engine imports application module testbed.store" in text
+    assert "engines module simulators.engine imports application module testbed.app.results_db" in text
     assert "framework torch" in text
     assert "the core imports simpy" in text
     assert "testbed.newthing belongs to no layer" in text
@@ -74,3 +74,39 @@ def test_importing_everything_loads_no_framework():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "", f"imported eagerly: {r.stdout.strip()}"
+
+
+def test_contract_fails_on_an_upward_import_between_core_floors(tmp_path):
+    """An arrow back up inside the core closes no circle and crosses no layer, yet it is
+    caught: the precision transforms (physics floor) may not import a calibration fit."""
+    root = _plant(tmp_path, {
+        "testbed/__init__.py": "",
+        "testbed/precision/__init__.py": "",
+        "testbed/precision/floats.py": "from testbed.calibration.fit import fit\n",
+        "testbed/calibration/__init__.py": "",
+        "testbed/calibration/fit.py": "def fit():\n    return 1\n",
+        "testbed/app/__init__.py": "",
+        "testbed/app/sweep/__init__.py": "",
+        "testbed/app/sweep/grid.py": "def f():\n    from testbed.app.cli.main import main\n",
+        "testbed/app/cli/__init__.py": "",
+        "testbed/app/cli/main.py": "",
+    })
+    problems = violations(root)
+    text = "\n".join(problems)
+    assert "testbed.precision.floats imports testbed.calibration.fit of the higher core floor 5" \
+        in text, text
+    assert "testbed.app.sweep.grid imports testbed.app.cli.main of the higher application " \
+        "floor 4" in text, text
+    assert not any("circle" in p for p in problems)
+
+
+def test_every_floor_of_the_contract_names_packages_that_exist():
+    """The floors are the README's architecture: a floor naming a package that is gone
+    would let a new one of that name in unplaced, so every prefix must exist."""
+    from tests.layering_contract import APP_FLOORS, CORE_FLOORS
+    missing = []
+    for prefix in [p for floor in CORE_FLOORS + APP_FLOORS for p in floor]:
+        rel = Path(*prefix.split("."))
+        if not ((REPO / rel).is_dir() or (REPO / rel).with_suffix(".py").is_file()):
+            missing.append(prefix)
+    assert not missing, missing

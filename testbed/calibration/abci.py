@@ -38,7 +38,7 @@ from scipy.optimize import minimize_scalar
 from testbed.calibration.metrics import accuracy
 from testbed.oracle import Request, estimate, resolve_model
 from testbed.oracle.compute import TRAINING_FLOPS_PER_FORWARD
-from testbed.systems import (
+from testbed.systems.profile import (
     Calibration,
     ModelCalibration,
     StrategyCalibration,
@@ -143,7 +143,7 @@ def fit(measurements: list[Measurement], system: SystemProfile, source: str = ""
         mc = _fit_model(name, rows, system)
         if mc is not None:
             models[name] = mc
-    return Calibration(source=source, method="testbed.calibrate.fit",
+    return Calibration(source=source, method="testbed.calibration.abci_csv.fit",
                        compute_efficiency=_median_compute_efficiency(models, system),
                        network_efficiency=_median_dict([m.network_efficiency
                                                         for m in models.values()]),

@@ -33,12 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from testbed.calibration.metrics import relative_nnls, residuals, sig
-from testbed.calibration.section import ComputeFit, ComputeLaw, StepLine
 from testbed.measurements import TrainConfig, TrainSummary
 from testbed.model.ir import Model
 from testbed.oracle import Request
 from testbed.oracle.fitted import LAW_LAYER_KINDS, features, law_time_s
-from testbed.systems import SystemProfile
+from testbed.systems.calibrated import ComputeFit, ComputeLaw, StepLine
+from testbed.systems.profile import SystemProfile
 
 __all__ = ["LAW_LAYER_KINDS", "MIN_BATCHES", "ComputePoint", "features", "fit_compute", "fitted_basis", "law_time_s", "measured_step_s", "model_ir",
            "predict_compute_s", "train_request"]

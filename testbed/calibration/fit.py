@@ -2,7 +2,7 @@
 
 :func:`fit_records` runs every fit the records allow —
 
-* the ABCI/ParaDL fit of :mod:`testbed.calibrate` for multi-GPU strategy runs
+* the ABCI/ParaDL fit of :mod:`testbed.calibration.abci_csv` for multi-GPU strategy runs
   (:mod:`testbed.calibration.paradl`), which fills ``calibration`` exactly as
   ``testbed calibrate CSV`` does;
 * compute (:mod:`~testbed.calibration.compute`), network
@@ -10,7 +10,7 @@
   and restart (:mod:`~testbed.calibration.restart`) fits of the harness records, whose
   results go into ``calibration.records_fit`` — where the oracle reads them
   (:mod:`testbed.oracle.fitted`: step lines and the law, α–β of the profile's backend
-  per tier; :mod:`testbed.resilience.ckpt_cost`: storage; ``testbed.systems.
+  per tier; :mod:`testbed.resilience.ckpt_cost`: storage; ``testbed.systems.profile.
   default_restart_s``: restarts) — and the default framework's step lines also into
   ``calibration.models`` (``fixed_s + s_per_sample · b``);
 
@@ -19,7 +19,7 @@ fit, and kept from the base profile (a calibration never silently loses another
 model's measurement). The base profile's network tiers stay its nominal physics: the
 measured α–β live in the fitted section only. Nothing here reads a clock or writes a
 file: the fit time is the newest record's ``measured_at`` and the caller writes the
-text (through :mod:`testbed.files`), so the same records give the same bytes; a fit
+text (through :mod:`testbed.io.write`), so the same records give the same bytes; a fit
 that is not finite is refused before anything is written.
 """
 
@@ -39,17 +39,17 @@ from testbed.calibration.paradl import is_paradl_record, paradl_calibration, par
 from testbed.calibration.profile import SECTION, CalibratedProfile, profile_yaml, validate_profile
 from testbed.calibration.records import RecordSet, check_machine
 from testbed.calibration.restart import fit_restart
-from testbed.calibration.section import (
+from testbed.calibration.storage import fit_storage
+from testbed.errors import ScenarioError
+from testbed.measurements import Checkpoint, Collective, Restart, TrainConfig, TrainSummary
+from testbed.model.ir import Model
+from testbed.systems.calibrated import (
     DEFAULT_CHECKPOINT_FORMAT,
     FRAMEWORK_PREFERENCE,
     ComputeFit,
     RecordsFit,
 )
-from testbed.calibration.storage import fit_storage
-from testbed.errors import ScenarioError
-from testbed.measurements import Checkpoint, Collective, Restart, TrainConfig, TrainSummary
-from testbed.model.ir import Model
-from testbed.systems import Calibration, ModelCalibration, SystemProfile
+from testbed.systems.profile import Calibration, ModelCalibration, SystemProfile
 
 METHOD = "testbed.calibration.fit"
 
@@ -122,7 +122,7 @@ def fit_sections(records: list, system: SystemProfile) -> Sections:
 
 def default_framework(records: list[TrainSummary]) -> str | None:
     """The framework with the most single-process step measurements (ties: the order of
-    :data:`~testbed.calibration.section.FRAMEWORK_PREFERENCE`, then the name)."""
+    :data:`~testbed.systems.calibrated.FRAMEWORK_PREFERENCE`, then the name)."""
     counts = Counter(r.config.framework for r in records if r.config.processes == 1)
     if not counts:
         return None

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import nnls
 from scipy.stats import spearmanr
 
-from testbed.calibration.section import Residuals
+from testbed.systems.calibrated import Residuals
 
 #: Values of a fit's points: a list or a numpy array.
 Floats = Sequence[float] | np.ndarray

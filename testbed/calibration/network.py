@@ -27,8 +27,8 @@ from collections import defaultdict
 import numpy as np
 
 from testbed.calibration.metrics import relative_nnls, residuals, sig
-from testbed.calibration.section import AlphaBeta
 from testbed.measurements import Collective
+from testbed.systems.calibrated import AlphaBeta
 
 #: (latency steps, bandwidth factor) of each collective's ring as functions of n.
 _RING = {

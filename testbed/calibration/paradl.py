@@ -6,7 +6,7 @@ multi-GPU strategy runs — imported from the CSV (``testbed records import-para
 :func:`paradl_calibration` turns them into :class:`~testbed.calibration.abci.Measurement`
 rows, in file order, and runs the one ABCI fit (:mod:`testbed.calibration.abci`), so
 ``testbed calibrate CSV --system abci-v100`` and ``testbed calibrate RECORDS --base
-abci-v100`` give the same :class:`~testbed.systems.Calibration` (the ``source`` names
+abci-v100`` give the same :class:`~testbed.systems.profile.Calibration` (the ``source`` names
 the CSV or the records).
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 from testbed.calibration.abci import Measurement, dropped_models, evaluate, fit, holdout
 from testbed.errors import ScenarioError
 from testbed.measurements import Record, TrainSummary
-from testbed.systems import Calibration, SystemProfile
+from testbed.systems.profile import Calibration, SystemProfile
 
 
 def is_paradl_record(record: Record) -> TypeGuard[TrainSummary]:

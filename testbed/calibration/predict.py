@@ -34,7 +34,6 @@ from testbed.calibration.replay import (
     replay_spec,
 )
 from testbed.calibration.restart import find_restart, restart_time_s
-from testbed.calibration.section import RecordsFit
 from testbed.calibration.storage import (
     find_storage,
     load_time_s,
@@ -52,7 +51,8 @@ from testbed.measurements import (
     TrainSummary,
 )
 from testbed.oracle import estimate
-from testbed.systems import SystemProfile
+from testbed.systems.calibrated import RecordsFit
+from testbed.systems.profile import SystemProfile
 
 #: ``simulate(spec) -> (wall_s, checkpoint_s, restart_s, lost_s)`` of one replication.
 Simulate = Callable[[object], tuple[float, float, float, float]]

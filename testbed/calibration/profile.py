@@ -1,8 +1,8 @@
 """Calibrated profiles: loading them (with their fitted section) and writing them.
 
-A calibrated profile is an ordinary system profile (:mod:`testbed.systems`) whose
+A calibrated profile is an ordinary system profile (:mod:`testbed.systems.profile`) whose
 ``calibration`` block also holds ``records_fit`` (:class:`RecordsFit`, a typed field
-of :class:`~testbed.systems.Calibration`), so it loads everywhere a profile loads
+of :class:`~testbed.systems.profile.Calibration`), so it loads everywhere a profile loads
 (``testbed oracle``, a scenario's ``system:``, ``testbed verify``);
 :func:`load_calibrated` returns the fitted section alongside.
 
@@ -19,11 +19,11 @@ from typing import Any
 
 import yaml
 
-from testbed.calibration.section import RecordsFit
 from testbed.errors import ScenarioError
-from testbed.inputs import load_yaml
-from testbed.schema import validate
-from testbed.systems import SystemProfile, load_system, profile_path
+from testbed.io.read import load_yaml
+from testbed.io.schema import validate
+from testbed.systems.calibrated import RecordsFit
+from testbed.systems.profile import SystemProfile, load_system, profile_path
 
 #: Key of the fitted section inside ``calibration``.
 SECTION = "records_fit"

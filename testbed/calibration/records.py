@@ -1,7 +1,7 @@
 """Record files as calibration input: read with their SHA-256, checked for one machine,
 and the ParaDL/ABCI CSV turned into records.
 
-:func:`load_records` reads every file once through :mod:`testbed.inputs` (bytes →
+:func:`load_records` reads every file once through :mod:`testbed.io.read` (bytes →
 SHA-256 → lines → validated records), so the hash in the fitted profile is the hash
 of exactly what was fitted. :func:`check_machine` refuses records of several machines,
 or of another machine than the profile's, unless forced. Every record read or imported
@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from testbed.calibration.plausible import check_record
-from testbed.calibration.section import InputFile, Machine
 from testbed.errors import InputError, ScenarioError
-from testbed.inputs import decode_utf8, parse_json, read_bytes, read_csv
+from testbed.io.read import decode_utf8, parse_json, read_bytes, read_csv
 from testbed.measurements import Environment, Record, TrainSummary, make_record, parse_record
+from testbed.systems.calibrated import InputFile, Machine
 
 #: Columns of the ParaDL/ABCI calibration CSV (``../shared/data/abci-paradl``).
 PARADL_COLUMNS = ("model", "strategy", "gpus", "gpus_per_group", "samples_per_gpu",

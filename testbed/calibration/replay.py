@@ -35,7 +35,7 @@ from testbed.resilience.causes import ResolvedCause
 from testbed.resilience.failures import FailureModel, TraceFailure
 from testbed.resilience.plan import CkptLevel, JobPlan
 from testbed.resilience.spec import SimSpec
-from testbed.systems import SystemProfile
+from testbed.systems.profile import SystemProfile
 
 #: The storage-fit format name of the harness's own checkpoint (store + manifest).
 HARNESS_FORMAT = "harness"

@@ -17,8 +17,8 @@ import statistics
 from collections import defaultdict
 
 from testbed.calibration.metrics import residuals, sig
-from testbed.calibration.section import RestartFit
 from testbed.measurements import Restart
+from testbed.systems.calibrated import RestartFit
 
 
 def restart_time_s(fit: RestartFit, load_s: float) -> float:

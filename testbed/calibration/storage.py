@@ -21,8 +21,8 @@ from collections import defaultdict
 import numpy as np
 
 from testbed.calibration.metrics import relative_nnls, residuals, sig
-from testbed.calibration.section import StorageFit
 from testbed.measurements import Checkpoint
+from testbed.systems.calibrated import StorageFit
 
 #: Fewest checkpoint sizes that separate the latency from the bandwidth.
 MIN_SIZES = 2

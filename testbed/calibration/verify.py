@@ -31,7 +31,6 @@ from testbed.calibration.fit import refit
 from testbed.calibration.metrics import accuracy, mape_pct, rank_correlation
 from testbed.calibration.predict import Prediction, Simulate, predict_record
 from testbed.calibration.records import RecordSet
-from testbed.calibration.section import RecordsFit
 from testbed.errors import InputError
 from testbed.measurements import (
     Checkpoint,
@@ -41,7 +40,8 @@ from testbed.measurements import (
     SupervisedRun,
     TrainSummary,
 )
-from testbed.systems import Calibration, SystemProfile
+from testbed.systems.calibrated import RecordsFit
+from testbed.systems.profile import Calibration, SystemProfile
 
 HOLDOUTS = ("none", "loo", "by-batch", "by-model")
 #: Worst cases listed per quantity.

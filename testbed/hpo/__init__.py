@@ -1,8 +1,8 @@
 """Hyperparameter-optimisation schedules: the ``hpo:`` section of a scenario and the pure
-decision logic shared by the simulator (``simulators/hpo.py``) and the real driver
-(``testbed/sweep/hpo_run.py``).
+decision logic shared by the simulator (``simulators/hpo/engine.py``) and the real driver
+(``testbed/app/hpo/driver.py``).
 
-* :mod:`testbed.hpo.spec` — the schema (:class:`~testbed.hpo.spec.HpoSpec`);
+* :mod:`testbed.scenario.hpo` — the schema (:class:`~testbed.scenario.hpo.HpoSpec`);
 * :mod:`testbed.hpo.space` — grid and seeded random sampling of the search space;
 * :mod:`testbed.hpo.plan` — a validated spec resolved into a frozen :class:`HpoPlan`;
 * :mod:`testbed.hpo.cluster` — GPUs, cores and memory of nodes, first-fit placement;

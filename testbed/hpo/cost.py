@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from testbed.errors import ScenarioError
-from testbed.hpo.spec import OracleCost
-from testbed.schema import positive_duration_s
+from testbed.io.schema import positive_duration_s
+from testbed.scenario.hpo import OracleCost
 
 
 def _same(a: Any, b: Any) -> bool:

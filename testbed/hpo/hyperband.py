@@ -17,33 +17,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Bracket:
-    """Bracket ``s``: its trial count and the epochs of each rung."""
-
-    s: int
-    n: int
-    epochs: tuple[int, ...]
-
-
-def brackets(min_epochs: int, max_epochs: int, eta: int) -> tuple[Bracket, ...]:
-    """One Hyperband iteration's brackets, most aggressive first."""
-    s_max = 0
-    while min_epochs * eta ** (s_max + 1) <= max_epochs:
-        s_max += 1
-    out = []
-    for s in range(s_max, -1, -1):
-        n = -(-(s_max + 1) * eta ** s // (s + 1))          # ceil without floats
-        epochs = tuple(max(min_epochs, round(max_epochs / eta ** (s - i))) for i in range(s + 1))
-        out.append(Bracket(s, n, epochs))
-    return tuple(out)
-
-
-def trials_per_iteration(bs: tuple[Bracket, ...]) -> int:
-    return sum(b.n for b in bs)
+from testbed.scenario.hpo import Bracket, brackets, trials_per_iteration
 
 
 class _Open:

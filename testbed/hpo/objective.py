@@ -10,7 +10,7 @@ trial an exponentially decaying validation loss
 plateau L∞ = 0.05 + 0.6·q + noise depends on the configuration through q ∈ [0, 1], the
 mean over keys of a seeded effect per categorical value (or the distance to a seeded
 optimum within a range), and τ (3–15 epochs) and the noise are per trial. All draws
-are keyed (:mod:`testbed.hpo.streams`), so trial ``i`` learns the same curve under
+are keyed (:mod:`testbed.streams`), so trial ``i`` learns the same curve under
 every scheduler. With ``mode: max`` the value is 1 − L/L0 (an accuracy-like score).
 
 ``objective:`` as a list of ``{trial, epoch, value}`` rows or a CSV file with those
@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from testbed.errors import ScenarioError
-from testbed.hpo.spec import Range
-from testbed.hpo.streams import KeyedUniforms, generator
+from testbed.scenario.hpo import Range
+from testbed.streams import KeyedUniforms, generator
 
 #: Cross-entropy of a uniform guess over 10 classes (nats): the loss at epoch 0.
 L0 = math.log(10.0)
@@ -42,10 +42,10 @@ class SyntheticObjective:
     def __init__(self, space: Mapping[str, Any], seed: int, mode: str = "min") -> None:
         self.space = {k: v for k, v in space.items() if k not in NOT_QUALITY}
         self.mode = mode
-        self.noise = KeyedUniforms(seed, "objective", 2)
+        self.noise = KeyedUniforms(seed, "hpo.objective", 2)
         self.effects: dict[str, Any] = {}
         for key, values in self.space.items():
-            rng = generator(seed, "objective", 1 << 20, zlib.crc32(key.encode()))
+            rng = generator(seed, "hpo.objective", 1 << 20, zlib.crc32(key.encode()))
             if isinstance(values, Range):
                 self.effects[key] = float(rng.random())
             else:

@@ -3,8 +3,10 @@
 :func:`build_plan` checks what the schema alone cannot (a trial needing more GPUs,
 cores or memory than a node has; an injection naming a node that does not exist),
 reads the cost table or trace and the objective table through the input boundary,
-and draws the grid or random configurations. Errors name the scenario's file, line
-and key (``hpo.trial_resources.gpus``).
+turns the rows of its cost table or trace and objective table (:class:`HpoSources`,
+read by the application's resolver: the core reads no file of a scenario's) into costs
+and an objective, and draws the grid or random configurations. Errors name the
+scenario's file, line and key (``hpo.trial_resources.gpus``).
 
 The real driver builds the same plan with ``slots=W``: one node with ``W`` GPU slots
 (its W workers), so that a trial needing more than W GPUs is refused the same way.
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from testbed.errors import ScenarioError
@@ -23,10 +24,9 @@ from testbed.hpo.cost import ConstantCost, MeasuredCost, OracleEpochCost, TableC
 from testbed.hpo.hyperband import brackets, trials_per_iteration
 from testbed.hpo.objective import SyntheticObjective, TableObjective
 from testbed.hpo.space import grid, random_configs
-from testbed.hpo.spec import MAX_SLOTS, HpoSpec
 from testbed.hpo.timing import Attempt, TrialCost
-from testbed.inputs import read_csv
-from testbed.scenario import Scenario
+from testbed.scenario.hpo import MAX_SLOTS, HpoSpec
+from testbed.scenario.schema import Scenario
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class NodeInjection:
 
 @dataclass(frozen=True)
 class HpoPlan:
-    """Everything an engine needs to run the sweep (see :mod:`testbed.hpo.spec`)."""
+    """Everything an engine needs to run the sweep (see :mod:`testbed.scenario.hpo`)."""
 
     name: str
     source: str | None
@@ -112,19 +112,25 @@ class HpoPlan:
 
 # ---------------------------------------------------------------------- building
 
-def _relative(sc: Scenario, path: str) -> Path:
-    p = Path(path)
-    if not p.is_absolute() and sc.source and not sc.source.startswith("<"):
-        p = Path(sc.source).parent / p
-    return p
+@dataclass(frozen=True)
+class HpoSources:
+    """What the files an ``hpo:`` section names hold, as read by the resolver
+    (:mod:`testbed.app.resolve.hpo`): the rows of ``hpo.cost.table`` or the records of
+    ``hpo.cost.trace`` when they are paths, and the rows of ``hpo.objective``."""
+
+    cost_table: list[dict[str, Any]] | None = None
+    cost_trace: list[tuple[int, Any]] | None = None
+    objective_table: list[dict[str, Any]] | None = None
 
 
-def _csv_rows(sc: Scenario, path: str, field: str, required: tuple[str, ...]) -> list[dict]:
-    rows = read_csv(_relative(sc, path), field=field, required=required)
-    return [dict(row) for _, row in rows]
+def _given(rows, sc: Scenario, field: str):
+    if rows is None:
+        raise ScenarioError(f"'{field}' names a file that was not read (plan the sweep "
+                            "through the resolver)", source=sc.source, field=field)
+    return rows
 
 
-def _cost(sc: Scenario, spec: HpoSpec):
+def _cost(sc: Scenario, spec: HpoSpec, sources: HpoSources):
     if spec.epoch_time is not None:
         return ConstantCost(spec.epoch_time)
     c = spec.cost
@@ -133,11 +139,10 @@ def _cost(sc: Scenario, spec: HpoSpec):
         return OracleEpochCost(c.oracle, source=sc.source, field="hpo.cost.oracle")
     if c.trace is not None:
         from testbed.hpo.trace import measured_epochs
-        from testbed.inputs import read_jsonl
-        records = read_jsonl(_relative(sc, c.trace), field="hpo.cost.trace")
+        records = _given(sources.cost_trace, sc, "hpo.cost.trace")
         return MeasuredCost(measured_epochs(records, source=c.trace))
     if isinstance(c.table, str):
-        rows = _csv_rows(sc, c.table, "hpo.cost.table", ("epoch_time_s",))
+        rows = [dict(r) for r in _given(sources.cost_table, sc, "hpo.cost.table")]
         for row in rows:
             for k, v in row.items():
                 row[k] = _number(v)
@@ -158,12 +163,12 @@ def _number(text: Any) -> Any:
     return text
 
 
-def _objective(sc: Scenario, spec: HpoSpec, seed: int):
+def _objective(sc: Scenario, spec: HpoSpec, seed: int, sources: HpoSources):
     obj = spec.objective
     if obj == "synthetic":
         return SyntheticObjective(spec.space, seed, spec.metric.mode)
     if isinstance(obj, str):
-        rows = _csv_rows(sc, obj, "hpo.objective", ("trial", "epoch", "value"))
+        rows = _given(sources.objective_table, sc, "hpo.objective")
         return TableObjective(rows, source=obj, field="hpo.objective")
     return TableObjective(obj, source=sc.source, field="hpo.objective")
 
@@ -185,12 +190,13 @@ def _check_fit(sc: Scenario, spec: HpoSpec, gpus_per_node: int, what: str) -> No
                        f"{nr.memory}", "hpo.trial_resources.memory")
 
 
-def build_plan(sc: Scenario, *, seed: int | None = None, slots: int | None = None,
-               node_failures: Any = None) -> HpoPlan:
+def build_plan(sc: Scenario, *, sources: HpoSources | None = None, seed: int | None = None,
+               slots: int | None = None, node_failures: Any = None) -> HpoPlan:
     """Resolve ``sc.hpo`` (see the module docstring)."""
     spec = sc.hpo
     if spec is None:
         raise ScenarioError("the scenario has no 'hpo' section", source=sc.source, field="hpo")
+    sources = sources or HpoSources()
     if slots is not None:
         nodes, gpn, what = 1, slots, f"the pool of {slots} worker(s)"
     else:
@@ -230,7 +236,7 @@ def build_plan(sc: Scenario, *, seed: int | None = None, slots: int | None = Non
         name=sc.name, source=sc.source, spec=spec, nodes=nodes, gpus_per_node=gpn,
         cores_per_node=spec.node_resources.cores,
         memory_per_node_bytes=spec.node_resources.memory, seed=seed, configs=configs,
-        cost=_cost(sc, spec), objective=_objective(sc, spec, seed),
+        cost=_cost(sc, spec, sources), objective=_objective(sc, spec, seed, sources),
         node_injections=tuple(sorted(node_inj, key=lambda n: (n.t_s, n.node))),
         node_repair_s=_repair(sc, spec), node_failures=node_failures,
         min_trial_gpus=1 if slots is not None else 0)

@@ -20,9 +20,9 @@ from testbed.errors import ScenarioError
 from testbed.hpo.cost import MeasuredCost
 from testbed.hpo.objective import TableObjective
 from testbed.hpo.plan import HpoPlan, NodeInjection
-from testbed.hpo.spec import HpoSpec
 from testbed.hpo.timing import TrialCost
-from testbed.schema import validate
+from testbed.io.schema import validate
+from testbed.scenario.hpo import HpoSpec
 
 
 class _Attempts:

@@ -3,7 +3,7 @@
 A space maps each hyperparameter to a list of values or to a :class:`Range`. The grid
 enumerates lists in row-major order of the keys as written (the last key varies
 fastest), so trial ``i`` of the issue's 27-trial grid has epochs 20, 50, 100, 20, …
-Random search draws every key from one keyed stream (:mod:`testbed.hpo.streams`):
+Random search draws every key from one keyed stream (:mod:`testbed.streams`):
 trial ``i``'s configuration does not depend on how many trials there are.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from testbed.hpo.spec import Range, grid_point
-from testbed.hpo.streams import KeyedUniforms
+from testbed.scenario.hpo import Range, grid_point
+from testbed.streams import KeyedUniforms
 
 
 def _plain(value: Any) -> Any:
@@ -55,6 +55,6 @@ def random_configs(space: Mapping[str, Sequence | Range], n: int, seed: int
                    ) -> list[dict[str, Any]]:
     """``n`` configurations drawn from the keyed ``sampler`` stream of ``seed``."""
     keys = list(space)
-    u = KeyedUniforms(seed, "sampler", len(keys)).rows(n)
+    u = KeyedUniforms(seed, "hpo.sampler", len(keys)).rows(n)
     return [{k: from_unit(space[k], float(u[i, j])) for j, k in enumerate(keys)}
             for i in range(n)]

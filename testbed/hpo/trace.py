@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from testbed import events as ev
 from testbed.errors import ScenarioError
-from testbed.hpo.spec import MAX_SLOTS
+from testbed.scenario.hpo import MAX_SLOTS
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import ScenarioError
-from testbed.inputs import read_text
+from testbed.io.read import read_text
 from testbed.model.ir import Layer, Model
 
 _PREFIX_KIND = (

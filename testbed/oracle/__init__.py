@@ -9,7 +9,7 @@ from testbed.model.ir import Model
 from testbed.oracle.estimate import Estimate, estimate
 from testbed.oracle.request import FAMILY, MODES, STRATEGIES, Request
 from testbed.oracle.state import state_bytes
-from testbed.systems import SystemProfile, load_system
+from testbed.systems.profile import SystemProfile, load_system
 
 __all__ = ["FAMILY", "MODES", "STRATEGIES", "Estimate", "Request", "estimate", "predict",
            "resolve_model", "state_bytes"]

@@ -51,7 +51,7 @@ from typing import Literal
 
 import numpy as np
 
-from testbed.systems import NetworkSpec
+from testbed.systems.profile import NetworkSpec
 
 #: NCCL's tuning model derates tree bus bandwidth to 0.92 of what the links allow
 #: (src/graph/tuning.cc, NCCL 2.4 – 2.18: ``busBw = min(busBw * .92, …)`` for trees).

@@ -48,7 +48,7 @@ from testbed.oracle.fitted import StepFit, records_step
 from testbed.oracle.profile import ModelStats
 from testbed.oracle.request import Request
 from testbed.oracle.state import dtype_bytes, state_per_parameter
-from testbed.systems import GpuSpec, ModelCalibration
+from testbed.systems.profile import GpuSpec, ModelCalibration
 
 #: Training FLOPs per forward FLOP: forward plus a backward of twice the forward
 #: (input and weight gradients), the usual 1:2 forward:backward ratio.

@@ -15,7 +15,7 @@ from testbed.oracle.fitted import fitted_links
 from testbed.oracle.profile import ModelStats, model_stats
 from testbed.oracle.request import FAMILY, Request
 from testbed.oracle.state import dtype_bytes, input_bytes_per_value
-from testbed.systems import ModelCalibration, StrategyCalibration, SystemProfile
+from testbed.systems.profile import ModelCalibration, StrategyCalibration, SystemProfile
 
 #: How inputs are stored when the request does not say: decoded 8-bit images.
 DEFAULT_INPUT_FORMAT = "uint8"

@@ -1,7 +1,7 @@
 """What a profile calibrated from measurement records gives the oracle.
 
 A calibrated profile carries ``calibration.records_fit``
-(:class:`testbed.calibration.section.RecordsFit`). The oracle reads two parts of it
+(:class:`testbed.systems.calibrated.RecordsFit`). The oracle reads two parts of it
 here (the checkpoint cost reads the storage part, the restart default the restart
 part):
 
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from testbed.calibration.section import ComputeFit, ComputeLaw, StepLine
 from testbed.model.ir import Model
 from testbed.oracle.collectives import FittedLink
-from testbed.systems import SystemProfile
+from testbed.systems.calibrated import ComputeFit, ComputeLaw, StepLine
+from testbed.systems.profile import SystemProfile
 
 #: Layer kinds with their own fixed cost in the law; the rest share one.
 LAW_LAYER_KINDS = ("conv", "fc", "bn", "other")

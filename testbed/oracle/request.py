@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
 from testbed.errors import InputError, UnknownNameError
+from testbed.io.schema import one_of
 from testbed.model.ir import Model
 from testbed.oracle.state import dtype_bytes, input_bytes_per_value, optimizer_slots
 from testbed.resilience.ckpt_cost import TIERS, WRITERS
-from testbed.schema import one_of
-from testbed.systems import SystemProfile
+from testbed.systems.profile import SystemProfile
 from testbed.units import did_you_mean
 
 Strategy = Literal["serial", "data", "spatial", "filter", "channel", "pipeline", "df", "ds"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
 from testbed.errors import UnknownNameError
-from testbed.schema import one_of
+from testbed.io.schema import one_of
 from testbed.units import did_you_mean
 
 #: Per-parameter optimizer state tensors kept by each optimizer.

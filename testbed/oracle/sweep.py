@@ -15,7 +15,7 @@ from testbed.model.ir import Model
 from testbed.oracle.estimate import Estimate, estimate, skipped
 from testbed.oracle.request import GROUPED, STRATEGIES, Request
 from testbed.oracle.strategies import MICRO_BATCHES_PER_STAGE
-from testbed.systems import SystemProfile
+from testbed.systems.profile import SystemProfile
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.datafiles import named_file, names
 from testbed.errors import ScenarioError
-from testbed.inputs import read_csv
+from testbed.io.packaged import named_file, names
+from testbed.io.read import read_csv
 
 
 @dataclass(frozen=True)
@@ -56,15 +56,12 @@ def named_cause_tables() -> list[str]:
     return names("causes")
 
 
-def load_cause_table(ref: str, *, base_dir: Path | None = None, source: str | None = None,
+def load_cause_table(ref: str, *, source: str | None = None,
                      field: str = "failures.causes") -> list[CauseRow]:
-    """Read a cause table given a file path or the name of a shipped table."""
-    candidates: list[Path] = []
+    """Read a cause table given a file path (already resolved by the caller) or the name
+    of a shipped table."""
     p = Path(ref)
-    if base_dir is not None and not p.is_absolute():
-        candidates.append(base_dir / p)
-    candidates.append(p)
-    path = next((c for c in candidates if c.is_file()), None) or named_file("causes", ref)
+    path = p if p.is_file() else named_file("causes", ref)
     if path is None:
         from testbed.units import did_you_mean
         raise ScenarioError(f"no cause table {ref!r}{did_you_mean(ref, named_cause_tables())}"

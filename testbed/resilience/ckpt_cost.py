@@ -43,9 +43,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Literal, get_args
 
-from testbed.calibration.section import StorageFit
 from testbed.errors import InputError
-from testbed.systems import StorageSpec
+from testbed.systems.calibrated import StorageFit
+from testbed.systems.profile import StorageSpec
 
 Writers = Literal["single", "dp-shard", "all"]
 CkptTier = Literal["pfs", "node-local", "burst-buffer"]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from testbed.resilience.distributions import Drawn, Interarrival
-from testbed.resilience.streams import stream
+from testbed.streams import stream
 
 INF = math.inf
 #: Draws per block.

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from testbed.resilience.causes import ResolvedCause
 from testbed.resilience.distributions import Interarrival
-from testbed.resilience.streams import stream
+from testbed.streams import stream
 
 BLOCK = 256
 #: ``Failure.cause`` of a planned maintenance window.

@@ -6,7 +6,7 @@ selection, preemption, retirement, depletion. It is *passive*: it never moves a 
 Every method takes the time of the caller's event and first processes the internal
 events up to it (repairs finishing, nodes not in use failing), so two engines that call
 it at the same times in the same order see the same cluster, draw for draw, from the
-named streams of :mod:`testbed.resilience.streams`.
+named streams of :mod:`testbed.streams`.
 
 **When failures strike** (the README's "Failure semantics"). The job is in one of three
 phases: ``RUNNING`` (computing or writing a checkpoint), ``RESTARTING`` (detection,
@@ -61,7 +61,7 @@ from testbed.resilience.maintenance import Windows
 from testbed.resilience.pools import Pools
 from testbed.resilience.repairs import RepairShop
 from testbed.resilience.spec import RunLimits
-from testbed.resilience.streams import stream
+from testbed.streams import stream
 
 INF = math.inf
 BLOCK = 256

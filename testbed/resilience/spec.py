@@ -3,9 +3,9 @@
 A :class:`SimSpec` is what both simulator engines run: the checkpoint plan, the
 failure model, spares, and the figures reports show next to the results
 (:class:`SpecFacts`). Turning a scenario file into one — reading profiles, traces and
-cause tables, asking the oracle — is the application's job (:mod:`testbed.resolve`);
-this module only holds the frozen specs and the closed forms they need: the interval
-a checkpoint policy chooses, and the expected wall time where a closed form holds.
+cause tables, asking the oracle — is the application's job (:mod:`testbed.app.resolve`);
+this module only holds the frozen specs and the closed form of the expected wall time
+where one holds (a policy's interval is the policy's: :mod:`testbed.resilience.ckpt_policy`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,9 @@ from testbed.resilience.lifecycle import PLAIN, Lifecycle
 from testbed.resilience.maintenance import Windows
 from testbed.resilience.plan import JobPlan
 
-#: Checkpoint policies and how Daly's interval may be computed.
-Policy = Literal["none", "fixed", "young", "daly", "multilevel"]
-POLICIES: tuple[str, ...] = get_args(Policy)
-DalyOrder = Literal["first", "higher", "exact"]
 #: The simulator engines: the fast exact path and the step-by-step SimPy engine.
 Engine = Literal["fast", "simpy"]
 ENGINES: tuple[str, ...] = get_args(Engine)
-DALY_ORDERS: tuple[str, ...] = get_args(DalyOrder)
 
 
 @dataclass(frozen=True)
@@ -181,31 +176,6 @@ def optimum_intervals_s(cost_s: float, mtbf_s: float | None
         return None, None
     return (intervals.young_interval_s(cost_s, mtbf_s),
             intervals.daly_higher_order_interval_s(cost_s, mtbf_s))
-
-
-def policy_interval_s(policy: str, *, cost_s: float, restart_s: float, mtbf_s: float,
-                      work_s: float, daly_order: str = "higher",
-                      fixed_interval_s: float | None = None) -> float | None:
-    """Compute between checkpoints that a policy chooses (None: no checkpoints).
-
-    ``fixed`` takes ``fixed_interval_s``; Young and Daly need a cost > 0 (a
-    :class:`ValueError` otherwise); without failures one checkpoint at the end.
-    """
-    if policy == "none":
-        return None
-    if policy == "fixed":
-        return fixed_interval_s
-    if not math.isfinite(mtbf_s):
-        return work_s
-    if cost_s <= 0:
-        raise ValueError(f"policy {policy!r} needs a checkpoint cost > 0")
-    if policy == "young":
-        return intervals.young_interval_s(cost_s, mtbf_s)
-    if daly_order == "first":
-        return intervals.daly_first_order_interval_s(cost_s, mtbf_s, restart_s)
-    if daly_order == "exact":
-        return intervals.daly_exact_interval_s(cost_s, mtbf_s)
-    return intervals.daly_higher_order_interval_s(cost_s, mtbf_s)
 
 
 def closed_form_wall_s(model: FailureModel, plan: JobPlan, *, cost_s: float, restart_s: float,

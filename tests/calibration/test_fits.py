@@ -11,10 +11,10 @@ from testbed.calibration.network import collective_time_s, fit_network
 from testbed.calibration.profile import load_calibrated, validate_profile
 from testbed.calibration.records import RecordFile, RecordSet, load_records
 from testbed.calibration.restart import fit_restart, restart_time_s
-from testbed.calibration.section import ComputeLaw, Residuals
 from testbed.calibration.storage import fit_storage, load_time_s, save_time_s
 from testbed.measurements import make_record
 from testbed.model.zoo.harness import harness_model
+from testbed.systems.calibrated import ComputeLaw, Residuals
 from tests.calibration.conftest import (
     checkpoint_record,
     collective_record,

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from testbed.calibration.plausible import MAX_DURATION_S, MIN_DURATION_S
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 from tests.calibration.conftest import one_line_error, run_testbed, train_record, write_lines
 
 HEADER = ("model,strategy,gpus,gpus_per_group,samples_per_gpu,global_batch,input_sample_shape,"

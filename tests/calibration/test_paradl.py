@@ -6,12 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 
-from testbed.calibrate import calibrate
+from testbed.calibration.abci_csv import calibrate
 from testbed.calibration.fit import fit_records
 from testbed.calibration.profile import load_calibrated
 from testbed.calibration.records import import_paradl, load_records
 from testbed.measurements import write_records
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 from tests.calibration.conftest import one_line_error, run_testbed
 
 

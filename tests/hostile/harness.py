@@ -37,8 +37,8 @@ class Outcome:
 
 
 def run_in_process(args: list[str], cwd: Path | None = None) -> Outcome:
-    """``testbed ARGS`` through :func:`testbed.cli.main.main` in this process."""
-    from testbed.cli.main import main
+    """``testbed ARGS`` through :func:`testbed.app.cli.main.main` in this process."""
+    from testbed.app.cli.main import main
     out, err = io.StringIO(), io.StringIO()
     start = time.monotonic()
     old = Path.cwd()

@@ -218,7 +218,7 @@ def test_the_mpi_executor_outside_an_mpi_launch_is_one_line(tmp_path, args):
     scenario.write_text(SCENARIO)
     hpo.write_text(KINDS["hpo"])
     (tmp_path / "out").mkdir()
-    from testbed.sweep.executors import MPI_LAUNCH_VARS
+    from testbed.app.sweep.executors import MPI_LAUNCH_VARS
     assert not any(v in os.environ for v in MPI_LAUNCH_VARS), "the suite runs outside mpiexec"
     filled = [a.replace("{f}", str(scenario)).replace("{hpo}", str(hpo))
               .replace("{out}", str(tmp_path / "out")) for a in args]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulators.hpo import HpoRun, simulate_hpo
-from testbed.scenario import scenario_from_dict
-from testbed.sweep.hpo_run import plan_for
+from simulators.hpo.engine import HpoRun, simulate_hpo
+from testbed.app.resolve import hpo_plan
+from testbed.scenario.schema import scenario_from_dict
 
 
 def scenario(hpo: dict[str, Any], *, nodes: int = 1, gpus: int = 1, **extra):
@@ -16,7 +16,7 @@ def scenario(hpo: dict[str, Any], *, nodes: int = 1, gpus: int = 1, **extra):
 
 def sim(hpo: dict[str, Any], *, nodes: int = 1, gpus: int = 1, seed: int | None = None,
         **extra) -> HpoRun:
-    return simulate_hpo(plan_for(scenario(hpo, nodes=nodes, gpus=gpus, **extra), seed=seed))
+    return simulate_hpo(hpo_plan(scenario(hpo, nodes=nodes, gpus=gpus, **extra), seed=seed))
 
 
 def grid_of(epochs: list[int], **hpo) -> dict[str, Any]:

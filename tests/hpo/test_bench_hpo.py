@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from simulators.hpo import simulate_hpo
+from simulators.hpo.engine import simulate_hpo
 from testbed.hpo.plan import build_plan
-from testbed.scenario import scenario_from_dict
+from testbed.scenario.schema import scenario_from_dict
 from tests.targets import at_most
 
 

@@ -44,10 +44,10 @@ def test_table_inline_and_csv(tmp_path):
     path.write_text("cluster: {nodes: 1, gpus_per_node: 2}\nhpo:\n  search: grid\n"
                     "  space: {optimizer: [adam, sgd]}\n  epochs: 10\n"
                     "  cost: {table: cost.csv}\n")
-    from simulators.hpo import simulate_hpo
-    from testbed.scenario import load_scenario
-    from testbed.sweep.hpo_run import plan_for
-    assert _durations(simulate_hpo(plan_for(load_scenario(path)))) == {0: 15.0, 1: 40.0}
+    from simulators.hpo.engine import simulate_hpo
+    from testbed.app.resolve import hpo_plan
+    from testbed.scenario.schema import load_scenario
+    assert _durations(simulate_hpo(hpo_plan(load_scenario(path)))) == {0: 15.0, 1: 40.0}
 
 
 def test_table_without_a_matching_row_names_the_field():
@@ -70,10 +70,10 @@ def test_measured_per_epoch_times_from_a_trace(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("cluster: {nodes: 1, gpus_per_node: 1}\nhpo:\n  search: grid\n"
                     "  space: {x: [0, 1]}\n  epochs: 4\n  cost: {trace: t.jsonl}\n")
-    from simulators.hpo import simulate_hpo
-    from testbed.scenario import load_scenario
-    from testbed.sweep.hpo_run import plan_for
-    got = _durations(simulate_hpo(plan_for(load_scenario(path))))
+    from simulators.hpo.engine import simulate_hpo
+    from testbed.app.resolve import hpo_plan
+    from testbed.scenario.schema import load_scenario
+    got = _durations(simulate_hpo(hpo_plan(load_scenario(path))))
     # trial 0: its epochs 1-3 as measured, epoch 4 like its last (4 s); trial 1 (never
     # measured): the mean of all measured epochs, 7/3 s, for 4 epochs
     assert got[0] == pytest.approx(11.0)
@@ -82,11 +82,11 @@ def test_measured_per_epoch_times_from_a_trace(tmp_path):
 
 @pytest.mark.parametrize("name", ["hpo-cifar-grid", "hpo-digits-real", "hpo-asha-1024"])
 def test_library_scenarios_simulate(name):
-    from simulators.hpo import simulate_hpo
-    from testbed.scenario import load_scenario
-    from testbed.sweep.hpo_run import plan_for
+    from simulators.hpo.engine import simulate_hpo
+    from testbed.app.resolve import hpo_plan
+    from testbed.scenario.schema import load_scenario
     from tests.conftest import REPO
-    s = simulate_hpo(plan_for(load_scenario(REPO / "scenarios" / f"{name}.yaml"))).summary
+    s = simulate_hpo(hpo_plan(load_scenario(REPO / "scenarios" / f"{name}.yaml"))).summary
     assert s.trials_completed + s.trials_failed + s.trials_cancelled == s.trials
     assert 0 < s.utilisation <= 1
     if name == "hpo-asha-1024":

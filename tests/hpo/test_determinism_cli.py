@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from testbed.cli.main import main
+from testbed.app.cli.main import main
 from tests.hpo.helpers import sim
 
 NOISY = {"search": "random", "n_trials": 200, "epoch_time": "5s", "scheduler": "asha",
@@ -118,7 +118,7 @@ def test_run_refuses_a_trial_wider_than_the_pool(capsys, tmp_path):
 
 
 def test_scenario_with_only_cluster_and_hpo_is_valid(tmp_path):
-    from testbed.scenario import load_scenario
+    from testbed.scenario.schema import load_scenario
     sc = load_scenario(_write(tmp_path, BASE))
     assert sc.hpo.grid_size == 4 and sc.workload is None
 
@@ -131,7 +131,7 @@ def test_replay_of_a_non_trace_fails_cleanly(cli, tmp_path):
 
 
 def test_report_of_a_simulated_sweep(tmp_path):
-    from testbed.report.hpo_report import attempts, utilisation_curve, write_hpo_report
+    from testbed.app.report.hpo_report import attempts, utilisation_curve, write_hpo_report
     files = write_hpo_report(SCEN, str(tmp_path / "rep"))
     html = files.html.read_text()
     for name in ("gantt.png", "utilisation.png", "best_so_far.png", "attempts.csv"):

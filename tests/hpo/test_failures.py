@@ -146,9 +146,9 @@ def test_node_failure_moves_trials_to_another_node():
 
 def test_the_issue_example_loses_ten_seconds():
     # trial 26 (100 epochs, last to start) dies at epoch 50 and resumes from epoch 40
-    from simulators.hpo import simulate_hpo
+    from simulators.hpo.engine import simulate_hpo
     from testbed.hpo.plan import build_plan
-    from testbed.scenario import load_scenario
+    from testbed.scenario.schema import load_scenario
     s = simulate_hpo(build_plan(load_scenario("scenarios/hpo-cifar-grid.yaml"))).summary
     assert (s.makespan_s, s.lost_to_failures_s, s.retries, s.trials_completed) == \
         (450, 10, 1, 27)

@@ -8,7 +8,7 @@ import pytest
 
 from testbed.errors import ScenarioError
 from testbed.hpo.hyperband import brackets, trials_per_iteration
-from testbed.hpo.spec import MAX_TPE_TRIALS, MAX_TRIALS
+from testbed.scenario.hpo import MAX_TPE_TRIALS, MAX_TRIALS
 from tests.hpo.helpers import scenario
 
 RANGE = {"lr": {"low": 0.001, "high": 0.1}}

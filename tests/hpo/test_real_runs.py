@@ -37,7 +37,7 @@ def _run(*args, timeout=180):
 
 
 def _in_process(capsys, *args):
-    from testbed.cli.main import main
+    from testbed.app.cli.main import main
     capsys.readouterr()
     main(["hpo", *args])
     return json.loads(capsys.readouterr().out)
@@ -153,7 +153,7 @@ def test_killing_the_driver_and_rerunning_resumes(tmp_path):
 
 
 def test_resuming_from_a_checkpoint_is_bitwise_identical(tmp_path):
-    from real_runs.hpo_worker import run_attempt
+    from real_runs.hpo.worker import run_attempt
     task = {"config": {"optimizer": "sgd", "lr": 0.05, "batch_size": 32}, "seed": 3,
             "from_epoch": 0, "to_epoch": 3, "max_epochs": 3, "every": 1,
             "ckpt_dir": str(tmp_path / "a")}

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from testbed.cli.main import main
+from testbed.app.cli.main import main
 from testbed.model.netfile import load_net
 
 

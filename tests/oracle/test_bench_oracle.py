@@ -8,7 +8,7 @@ import time
 from testbed.model.registry import get_model
 from testbed.oracle import Request, estimate
 from testbed.oracle.sweep import sweep
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 from tests.targets import at_most, mean_s
 
 

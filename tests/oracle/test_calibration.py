@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.calibrate import calibrate, evaluate, holdout, read_measurements
+from testbed.calibration.abci_csv import calibrate, evaluate, holdout, read_measurements
 from testbed.errors import InputError, ScenarioError
 from testbed.oracle import predict
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 
 TARGETS = ("resnet50", "vgg16")
 

@@ -11,7 +11,7 @@ from testbed.errors import InputError
 from testbed.oracle import predict, state_bytes
 from testbed.oracle.state import input_bytes_per_value, state_per_parameter
 from testbed.resilience.ckpt_cost import checkpoint_cost
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 
 RESNET50_STATE = 25_557_032 * 8          # fp32 weights + momentum: 204 MB
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from testbed.oracle.collectives import TREE_DERATE, Fabric, bus_factor
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 
 GiB = 2**30
 

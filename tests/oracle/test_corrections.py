@@ -7,7 +7,7 @@ import pytest
 from testbed.model.netfile import load_net
 from testbed.model.registry import get_model
 from testbed.oracle import Request, estimate, predict
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 
 
 def test_filter_memory_not_divided_twice(paradl_inputs):

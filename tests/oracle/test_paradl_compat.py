@@ -7,7 +7,7 @@ import pytest
 
 from testbed.model.netfile import load_mask, load_net
 from testbed.oracle import Request, estimate
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from testbed.model.registry import get_model
 from testbed.oracle import Request, estimate
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 
 SYSTEMS = ["abci-v100", "a100-cluster", "h100-cluster"]
 MODELS = {name: get_model(name) for name in ("resnet50", "vgg16", "alexnet")}

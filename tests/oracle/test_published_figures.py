@@ -27,7 +27,7 @@ import pytest
 
 from testbed.oracle import predict
 from testbed.oracle.collectives import Fabric, bus_factor
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 
 TOLERANCE = 0.15
 

@@ -21,7 +21,7 @@ from testbed.model.zoo.harness import harness_model
 from testbed.oracle import Request, estimate, state_bytes
 from testbed.oracle.fitted import law_time_s
 from testbed.resilience.ckpt_cost import checkpoint_cost
-from testbed.systems import Calibration, ModelCalibration, default_restart_s, load_system
+from testbed.systems.profile import Calibration, ModelCalibration, default_restart_s, load_system
 from tests.calibration.conftest import checkpoint_record, env, run_testbed, write_lines
 from tests.calibration.test_fits import TRUE_LAW, _synthetic_train
 from tests.targets import at_most, mean_s
@@ -88,8 +88,8 @@ def test_a_calibrated_profile_loads_everywhere(calibrated, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "compute measured (mlp, torch fp32 cpu line" in json.loads(proc.stdout)["calibration"]
     # a scenario's system: path (the simulator's input)
-    from testbed.resolve import resolve
-    from testbed.scenario import load_scenario
+    from testbed.app.resolve import resolve
+    from testbed.scenario.schema import load_scenario
     scenario = tmp_path / "s.yaml"
     scenario.write_text(f"name: calibrated\nsystem: {path}\nmodel: {{name: mlp}}\n"
                         "parallelism: {strategy: serial, gpus: 1, global_batch: 16}\n"

@@ -115,7 +115,7 @@ def test_per_layer_measured_times_drive_the_split():
     from testbed.model.ir import Model
     from testbed.model.registry import get_model
     from testbed.oracle import Request, estimate
-    from testbed.systems import load_system
+    from testbed.systems.profile import load_system
 
     base = get_model("alexnet")
     # pretend the (unsplit) first conv took 90% of the time

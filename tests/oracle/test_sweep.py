@@ -8,7 +8,7 @@ import pytest
 from testbed.errors import InputError
 from testbed.model.registry import get_model
 from testbed.oracle.sweep import DEFAULT_MIN_BATCH_PER_GPU, sweep
-from testbed.systems import load_system
+from testbed.systems.profile import load_system
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from real_runs.precision_data import TEST_YEARS, TRAIN_YEARS, digits, hurricanes, load_dataset
-from real_runs.precision_study import run_study
+from real_runs.precision.data import TEST_YEARS, TRAIN_YEARS, digits, hurricanes, load_dataset
+from real_runs.precision.study import run_study
 from testbed.errors import InputError
 from testbed.precision import parse_precisions
 

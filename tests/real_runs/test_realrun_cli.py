@@ -109,10 +109,10 @@ def test_measurement_records_round_trip_with_environment(tmp_path):
 
 
 def test_real_runs_imports_without_frameworks():
-    code = ("import sys, real_runs, real_runs.harness, real_runs.store, real_runs.supervisor, "
+    code = ("import sys, real_runs, real_runs.harness, real_runs.ckpt_store, real_runs.supervisor, "
             "real_runs.faults, real_runs.formats, real_runs.pool, real_runs.slurm, "
             "real_runs.profile, real_runs.ddp, real_runs.mpibench, real_runs.chainer_mpi, "
-            "testbed.cli.realrun, testbed.measurements\n"
+            "testbed.app.cli.realrun, testbed.measurements\n"
             "bad = [m for m in ('torch', 'tensorflow', 'keras', 'chainer', 'mpi4py') "
             "if m in sys.modules]\nprint(bad)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
+from real_runs.ckpt_store import MANIFEST, CheckpointStore, sha256_file
 from real_runs.env import child_env
 from real_runs.faults import damage_checkpoint, damage_file, parse_kill_trace
-from real_runs.store import MANIFEST, CheckpointStore, sha256_file
 from testbed.errors import InputError
 
 
@@ -77,7 +77,7 @@ def test_kill_during_commit_leaves_previous_checkpoints_intact(tmp_path):
     store = CheckpointStore(tmp_path, "torch", "mlp", keep=3)
     _write(store, 5, b"a" * 100)
     writer = (
-        "import sys, time; from real_runs.store import CheckpointStore\n"
+        "import sys, time; from real_runs.ckpt_store import CheckpointStore\n"
         f"s = CheckpointStore({str(tmp_path)!r}, 'torch', 'mlp', keep=3, write_delay_s=60)\n"
         "t = s.begin(10); (t / 'data.bin').write_bytes(b'b' * 100)\n"
         "print('writing', flush=True); s.commit(t, 10)\n")

@@ -9,8 +9,8 @@ import time
 from simulators.engine import run_simpy
 from simulators.fast import run_fast
 from simulators.run import replicate, simulate
-from testbed.resolve import resolve
-from testbed.scenario import load_scenario, scenario_from_dict
+from testbed.app.resolve import resolve
+from testbed.scenario.schema import load_scenario, scenario_from_dict
 from tests.targets import at_least, at_most
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from testbed.app.resolve import resolve
 from testbed.oracle import predict
 from testbed.resilience.ckpt_cost import node_local_transfer_s, pfs_transfer_s
-from testbed.resolve import resolve
-from testbed.scenario import load_scenario, scenario_from_dict
+from testbed.scenario.schema import load_scenario, scenario_from_dict
 
 
 def test_pfs_contention_bounds_aggregate_bandwidth():

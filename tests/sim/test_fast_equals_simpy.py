@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from simulators.engine import run_simpy
 from simulators.fast import is_simple, run_fast, run_simple
 from simulators.fast_ops import run_general
-from testbed.resolve import resolve
-from testbed.scenario import scenario_from_dict
+from testbed.app.resolve import resolve
+from testbed.scenario.schema import scenario_from_dict
 
 REL = 1e-9
 
@@ -201,7 +201,7 @@ def test_fast_path_equals_simpy_engine(case):
 
 
 def test_equal_on_published_daly_case():
-    from testbed.scenario import load_scenario
+    from testbed.scenario.schema import load_scenario
     spec = resolve(load_scenario("scenarios/daly-6h.yaml"))
     for rep in range(5):
         assert_same(spec, 1, rep)

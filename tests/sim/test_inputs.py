@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from testbed.app.resolve import resolve
 from testbed.errors import ScenarioError
-from testbed.resolve import resolve
-from testbed.scenario import load_scenario, scenario_from_dict
+from testbed.scenario.schema import load_scenario, scenario_from_dict
 from testbed.traces import import_fta_event_trace, parse_trace
 
 BASE = {"workload": {"compute_time": "10h"}, "failures": {"mtbf": "2h"},

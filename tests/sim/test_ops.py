@@ -20,8 +20,8 @@ import pytest
 from simulators.engine import run_simpy
 from simulators.fast import run_fast
 from simulators.run import replicate, simulate
-from testbed.resolve import resolve
-from testbed.scenario import scenario_from_dict
+from testbed.app.resolve import resolve
+from testbed.scenario.schema import scenario_from_dict
 
 
 def _spec(doc: dict):

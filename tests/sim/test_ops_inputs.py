@@ -12,11 +12,11 @@ import pytest
 
 from simulators.engine import run_simpy
 from simulators.run import replicate, simulate
+from testbed.app.resolve import resolve
 from testbed.errors import InputError, ScenarioError
 from testbed.events import EVENT_KINDS, OPS_EVENT_KINDS, read_events, write_events
 from testbed.resilience.policies import ALLOW_CODE_ENV
-from testbed.resolve import resolve
-from testbed.scenario import scenario_from_dict
+from testbed.scenario.schema import scenario_from_dict
 from tests.sim import policy_example
 
 BASE = {"workload": {"compute_time": "20h"},

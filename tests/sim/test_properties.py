@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from simulators.engine import run_simpy
 from simulators.fast import run_fast
 from simulators.run import replicate
+from testbed.app.resolve import resolve
 from testbed.events import EVENT_KINDS, read_events, write_events
-from testbed.resolve import resolve
-from testbed.scenario import scenario_from_dict
+from testbed.scenario.schema import scenario_from_dict
 
-BUSY = {"name": "busy", "workload": {"steps": 300, "step_time": 20},
+BUSY = {"name": "busy", "workload": {"steps": 3000, "step_time": 20},   # ~8 failures expected
         "cluster": {"nodes": 4, "spares": 1, "repair": "3h"},
         "failures": {"node_mtbf": "8h", "detect": 30, "restart": 60,
                      "causes": [{"name": "gpu", "weight": 3, "repair": "5h"},

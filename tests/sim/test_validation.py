@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from simulators.run import replicate, simulate
+from testbed.app.resolve import resolve
 from testbed.resilience import intervals as iv
-from testbed.resolve import resolve
-from testbed.scenario import load_scenario, scenario_from_dict
+from testbed.scenario.schema import load_scenario, scenario_from_dict
 
 
 @pytest.mark.parametrize("name, reps, published_h", [("daly-24h", 2000, 547.9),

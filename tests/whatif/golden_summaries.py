@@ -36,8 +36,8 @@ def scenario_paths() -> list[Path]:
 def summary_of(path: Path) -> dict:
     """The golden summary of one scenario file (deterministic: seeded streams)."""
     from simulators.run import simulate
-    from testbed.resolve import resolve
-    from testbed.scenario import load_scenario
+    from testbed.app.resolve import resolve
+    from testbed.scenario.schema import load_scenario
 
     sc = load_scenario(path)
     spec = resolve(sc)

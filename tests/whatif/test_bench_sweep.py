@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import itertools
 
-from testbed.store import Store
-from testbed.sweep import plan_sweep, run_sweep
+from testbed.app.results_db import Store
+from testbed.app.sweep import plan_sweep, run_sweep
 from tests.whatif.conftest import INTERVALS
 
 POINTS, REPS = 40, 100

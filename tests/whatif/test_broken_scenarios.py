@@ -71,13 +71,13 @@ def field_of(section: str, key: str) -> str:
 
 def load(path: Path):
     """What the simulator does with a file: validate it, then resolve it."""
-    from testbed.resolve import resolve
-    from testbed.scenario import load_scenario
+    from testbed.app.resolve import resolve
+    from testbed.scenario.schema import load_scenario
     return resolve(load_scenario(path))
 
 
 def cli_in_process(path: Path) -> tuple[int, str]:
-    from testbed.cli.main import main
+    from testbed.app.cli.main import main
     err, out = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         try:
@@ -172,7 +172,7 @@ def test_wrong_type(tmp_path, data):
 
 # ------------------------------------------------------------------- unknown key
 def _fields(section: str) -> set[str]:
-    from testbed import scenario as s
+    from testbed.scenario import schema as s
     model = {"": s.Scenario, "workload": s.Workload, "cluster": s.Cluster,
              "failures": s.Failures, "checkpoint": s.Checkpoint,
              "simulation": s.Simulation}[section]

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from testbed.app.results_db import Store
+from testbed.app.sweep import plan_sweep
+from testbed.app.sweep.grid import apply_overrides, expand, parse_axis, parse_grid, split_path
+from testbed.app.sweep.points import canonical_json, point_seed
 from testbed.errors import InputError
-from testbed.store import Store
-from testbed.sweep import plan_sweep
-from testbed.sweep.grid import apply_overrides, expand, parse_axis, parse_grid, split_path
-from testbed.sweep.points import canonical_json, point_seed
 
 
 def test_axis_values_read_as_yaml():
@@ -107,7 +107,7 @@ def test_store_errors_are_input_errors(tmp_path):
 
 
 def test_grid_on_interval_and_mtbf_implies_fixed_policy_and_job_mtbf():
-    from testbed.sweep.grid import apply_implications
+    from testbed.app.sweep.grid import apply_implications
     base = {"failures": {"node_mtbf": "60d"}, "checkpoint": {"policy": "daly"}}
     keys = {"checkpoint.interval": "1h", "failures.mtbf": "3h"}
     out = apply_implications(apply_overrides(base, keys), keys)

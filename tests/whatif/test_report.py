@@ -7,9 +7,9 @@ import csv
 
 import pytest
 
-from testbed.report import build_report
-from testbed.scenario import load_scenario
-from testbed.sweep.studies import run_scenario
+from testbed.app.report import build_report
+from testbed.app.sweep.studies import run_scenario
+from testbed.scenario.schema import load_scenario
 from tests.whatif.conftest import REPO
 
 

@@ -1,0 +1,279 @@
+"""``testbed oracle predict``, ``sweep``, ``collective`` and ``verify``."""
+
+from __future__ import annotations
+
+import click
+
+from testbed.app.cli.common import Names, emit_json, positive, shape_option, table
+from testbed.errors import InputError
+from testbed.oracle import MODES, STRATEGIES, Estimate, Request, estimate, resolve_model
+from testbed.oracle.collectives import OPS, Fabric, bus_factor
+from testbed.oracle.fitted import fitted_links
+from testbed.oracle.request import DEFAULT_SCHEDULE, SCHEDULES
+from testbed.oracle.state import PRECISIONS
+from testbed.oracle.sweep import DEFAULT_MIN_BATCH_PER_GPU, DEFAULT_MIN_EFFICIENCY, sweep
+from testbed.resilience.ckpt_cost import TIERS, WRITERS
+from testbed.systems.profile import load_system
+from testbed.units import format_bytes, format_duration, parse_size_bytes
+
+
+def _mask(path: str | None, model):
+    if path is None:
+        return None
+    from testbed.model.netfile import load_mask
+    return load_mask(path, model)
+
+
+def print_estimate(e: Estimate) -> None:
+    """Readable report of one estimate."""
+    head = f"{e.model} on {e.system}: {e.strategy}, {e.gpus} GPU(s), global batch {e.global_batch}"
+    if e.group_size:
+        head += f", groups of {e.group_size}"
+    if e.mode != "testbed":
+        head += f" [{e.mode} mode]"
+    click.echo(head)
+    if e.time_per_iteration_s is None:
+        click.echo(f"  infeasible: {e.reason}")
+        return
+    rows = [
+        ("time per iteration", format_duration(e.time_per_iteration_s), "100.0%"),
+    ]
+    for name, value in e.phases_s.items():
+        if value > 0:
+            rows.append((f"  {name}", format_duration(value),
+                         f"{100 * value / e.time_per_iteration_s:.1f}%"))
+    click.echo(table(["phase", "time", "share"], rows))
+    click.echo(f"throughput: {e.samples_per_s:,.1f} samples/s   bottleneck: {e.bottleneck}")
+    if e.calibration:
+        click.echo(f"basis: {e.calibration}")
+    if e.collectives:
+        click.echo(table(["collective", "time", "algorithm", "tier", "count"],
+                         [(c["phase"], format_duration(c["time_s"]), c["algorithm"], c["tier"],
+                           c["count"]) for c in e.collectives], align="lrllr"))
+    mem = [(k, format_bytes(v)) for k, v in e.memory_breakdown_bytes.items() if v]
+    click.echo(table(["memory per GPU", "bytes"],
+                     mem + [("total", f"{format_bytes(e.memory_per_gpu_bytes or 0)} of "
+                                      f"{format_bytes(e.memory_capacity_bytes or 0)}")]))
+    click.echo(f"per epoch ({e.iterations_per_epoch:,} iterations): "
+               f"{format_duration(e.epoch_s or 0.0)} (compute {e.compute_epoch_s:.2f} s, "
+               f"communication {e.communication_epoch_s:.3f} s)")
+    if e.input_bytes_per_sample is not None:
+        click.echo(f"inputs: {format_bytes(e.input_bytes_per_sample)} per sample "
+                   f"({e.input_precision}), dataset {format_bytes(e.dataset_bytes or 0.0)}, "
+                   f"staging {format_duration(e.staging_s or 0.0)}")
+    if e.checkpoint:
+        _print_checkpoint(e.checkpoint)
+    if not e.feasible:
+        click.echo(f"INFEASIBLE: {e.reason}")
+
+
+def _print_checkpoint(c: dict) -> None:
+    terms = [("device-to-host copy", c["device_to_host_s"]), ("serialisation", c["serialize_s"]),
+             ("transfer", c["transfer_s"]), ("file create", c["metadata_s"]),
+             ("fsync", c["fsync_s"])]
+    click.echo(f"checkpoint of {format_bytes(c['state_bytes'])} to {c['tier']}: "
+               f"{c['writers']} writer(s) on {c['writer_nodes']} node(s), "
+               f"write {format_duration(c['write_s'])}, read {format_duration(c['read_s'])} "
+               f"({c.get('basis', 'physics')})")
+    click.echo(table(["checkpoint term", "time"], [(n, format_duration(v)) for n, v in terms],
+                     align="lr"))
+
+
+@click.group("oracle")
+def oracle() -> None:
+    """Analytical cost model of parallel CNN training (ParaDL-faithful, calibrated)."""
+
+
+@oracle.command("predict")
+@click.option("--system", required=True, help="System profile name or YAML path.")
+@click.option("--model", required=True, help="Zoo model name or ParaDL .net file.")
+@click.option("--strategy", required=True, type=Names(STRATEGIES, "strategy"))
+@click.option("--gpus", required=True, type=int)
+@click.option("--global-batch", required=True, type=int)
+@click.option("--group-size", type=int, help="GPUs per model-parallel group (df, ds).")
+@click.option("--input-shape", help="Per-sample shape, e.g. 3x224x224.")
+@click.option("--precision", default=None, type=Names(PRECISIONS, "precision", fold_case=True),
+              help="Training precision (default: the system's usual one, gpu.training_precision).")
+@click.option("--input-precision", default=None,
+              help="How input samples are stored: fp32, fp16, bf16, uint8, int8, int4, … "
+                   "(default uint8, decoded images).")
+@click.option("--optimizer", default="momentum", show_default=True)
+@click.option("--checkpoint-writers", type=click.Choice(WRITERS), default="single",
+              show_default=True, help="Who writes a replicated state.")
+@click.option("--checkpoint-tier", type=click.Choice(TIERS), default="pfs", show_default=True)
+@click.option("--framework", default=None,
+              help="Calibrated profiles: the framework whose fitted compute and checkpoint "
+                   "storage apply (default: the profile's, calibration.records_fit.framework).")
+@click.option("--checkpoint-format", default=None,
+              help="Calibrated profiles: the fitted checkpoint format (default: the "
+                   "profile's, calibration.records_fit.checkpoint_format).")
+@click.option("--micro-batches", type=int, help="Pipeline micro-batches (default min(B, 4p)).")
+@click.option("--schedule", type=Names(SCHEDULES, "pipeline schedule"), default=DEFAULT_SCHEDULE,
+              show_default=True, help="Pipeline schedule.")
+@click.option("--overlap/--no-overlap", default=None,
+              help="Overlap gradient all-reduce with backward (default: the system's).")
+@click.option("--mode", type=Names(MODES, "mode"), default="testbed", show_default=True,
+              help="testbed (corrected, calibrated) or paradl (ParaDL's published formulas).")
+@click.option("--mask", "mask_path", help="ParaDL .lc layer mask for filter/channel/spatial.")
+@click.option("--epoch-samples", type=int, help="Samples per epoch (default 1,280,000).")
+@click.option("--sample-bytes", type=float, help="Bytes read per input sample.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def predict_cmd(system, model, strategy, gpus, global_batch, group_size, input_shape, precision,
+                input_precision, optimizer, checkpoint_writers, checkpoint_tier, framework,
+                checkpoint_format, micro_batches, schedule, overlap, mode, mask_path,
+                epoch_samples, sample_bytes, as_json) -> None:
+    """Predict time per iteration and memory per GPU of one configuration."""
+    positive(gpus, "--gpus")
+    positive(global_batch, "--global-batch")
+    if epoch_samples is not None:
+        positive(epoch_samples, "--epoch-samples")
+    sysp = load_system(system)
+    mdl = resolve_model(model, shape_option(input_shape))
+    req = Request(model=mdl, system=sysp, strategy=strategy, gpus=gpus,
+                  global_batch=global_batch, group_size=group_size, precision=precision,
+                  optimizer=optimizer, micro_batches=micro_batches, schedule=schedule,
+                  overlap=overlap, mode=mode, mask=_mask(mask_path, mdl),
+                  sample_bytes=sample_bytes, epoch_samples=epoch_samples,
+                  input_precision=input_precision, checkpoint_writers=checkpoint_writers,
+                  checkpoint_tier=checkpoint_tier, framework=framework,
+                  checkpoint_format=checkpoint_format)
+    est = estimate(req)
+    if as_json:
+        emit_json(est.to_dict())
+    else:
+        print_estimate(est)
+
+
+def strategy_table(result, batch: int, top: int | None = None) -> str:
+    rows = []
+    for rank, e in enumerate(result.ranked(batch), start=1):
+        if top and rank > top:
+            break
+        rows.append((rank, e.strategy, e.gpus, f"{e.samples_per_gpu:g}", e.precision,
+                     format_duration(e.time_per_iteration_s), f"{e.samples_per_s:,.0f}",
+                     format_bytes(e.memory_per_gpu_bytes), e.bottleneck))
+    return table(["rank", "strategy", "gpus", "batch/replica", "precision", "time/iter",
+                  "samples/s", "memory/GPU", "bottleneck"], rows, align="rlrrlrrrl")
+
+
+@oracle.command("sweep")
+@click.option("--system", required=True)
+@click.option("--model", required=True)
+@click.option("--global-batch", "batches", type=int, multiple=True,
+              help="Global batch size(s); repeat the option (default 256, 1024, 4096).")
+@click.option("--max-gpus", type=int, default=4096, show_default=True)
+@click.option("--group-size", type=int)
+@click.option("--input-shape")
+@click.option("--precision", default=None, type=Names(PRECISIONS, "precision", fold_case=True),
+              help="Training precision (default: the system's usual one).")
+@click.option("--input-precision", default=None, help="How input samples are stored.")
+@click.option("--optimizer", default="momentum", show_default=True)
+@click.option("--min-batch-per-gpu", type=int, default=DEFAULT_MIN_BATCH_PER_GPU,
+              show_default=True, help="Skip points where a replica sees fewer samples per step.")
+@click.option("--min-efficiency", type=float, default=DEFAULT_MIN_EFFICIENCY, show_default=True,
+              help="Skip points below this share of the best per-GPU rate (0 keeps all).")
+@click.option("--strategy", "strategies", multiple=True, type=Names(STRATEGIES, "strategy"),
+              help="Limit to these strategies.")
+@click.option("--top", type=int, default=15, show_default=True, help="Rows per batch size.")
+@click.option("--json", "as_json", is_flag=True)
+def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precision,
+              input_precision, optimizer, min_batch_per_gpu, min_efficiency, strategies, top,
+              as_json) -> None:
+    """Every feasible strategy × powers of two of GPUs, ranked, with the bottleneck."""
+    positive(max_gpus, "--max-gpus")
+    positive(top, "--top")
+    batches = batches or (256, 1024, 4096)
+    for b in batches:
+        positive(b, "--global-batch")
+    sysp = load_system(system)
+    mdl = resolve_model(model, shape_option(input_shape))
+    result = sweep(mdl, sysp, batches, max_gpus=max_gpus, strategies=strategies or STRATEGIES,
+                   group_size=group_size, precision=precision, optimizer=optimizer,
+                   min_batch_per_gpu=min_batch_per_gpu, min_efficiency=min_efficiency,
+                   input_precision=input_precision)
+    if as_json:
+        emit_json({
+            "model": mdl.name, "system": sysp.name,
+            "ranked": [e.to_dict() for b in batches for e in result.ranked(b)],
+            "infeasible": [{"strategy": e.strategy, "gpus": e.gpus,
+                            "global_batch": e.global_batch, "reason": e.reason}
+                           for e in result.infeasible],
+        })
+        return
+    for b in batches:
+        click.echo(f"\n{mdl.name} on {sysp.name}, global batch {b}: "
+                   f"{len(result.ranked(b))} feasible configurations")
+        click.echo(strategy_table(result, b, top))
+    skipped = sum(1 for e in result.infeasible if (e.reason or "").startswith("skipped"))
+    click.echo(f"\n{len(result.infeasible) - skipped} infeasible and {skipped} degenerate "
+               f"configurations left out (use --json to see each reason)")
+
+
+@oracle.command("collective")
+@click.option("--system", required=True, help="System profile name or YAML path.")
+@click.option("--op", type=click.Choice(OPS), required=True)
+@click.option("--bytes", "size", required=True,
+              help="Message size as nccl-tests counts it, e.g. 1GiB, 64MB, 4096.")
+@click.option("--gpus", required=True, type=int)
+@click.option("--stride", type=int, default=1, show_default=True,
+              help="GPUs between consecutive ranks (1: fill nodes first).")
+@click.option("--json", "as_json", is_flag=True)
+def collective_cmd(system, op, size, gpus, stride, as_json) -> None:
+    """Time, algorithm bandwidth and bus bandwidth of one collective, as nccl-tests
+    reports them (busbw = algbw × 2(n−1)/n all-reduce, (n−1)/n all-gather and
+    reduce-scatter, 1 broadcast)."""
+    positive(gpus, "--gpus")
+    positive(stride, "--stride")
+    nbytes = parse_size_bytes(size, source="--bytes")
+    if nbytes <= 0:
+        raise InputError("must be a positive size", source="--bytes")
+    sysp = load_system(system)
+    if (gpus - 1) * stride + 1 > sysp.max_gpus:
+        raise InputError(f"{gpus} ranks {stride} apart do not fit in {sysp.max_gpus} GPUs",
+                         source="--gpus")
+    fabric = Fabric.from_spec(sysp.network, sysp.node.gpus_per_node,
+                              fitted=fitted_links(sysp))
+    cost = fabric.cost(op, nbytes, gpus, stride)
+    fit = fabric.fitted_for(op, cost.tier, gpus) if fabric.fitted else None
+    algbw = nbytes / cost.time_s if cost.time_s > 0 else 0.0
+    out = {"system": sysp.name, "op": op, "bytes": nbytes, "gpus": gpus, "stride": stride,
+           "time_s": cost.time_s, "algorithm": cost.algorithm, "tier": cost.tier,
+           "algbw_GBps": algbw / 1e9, "busbw_GBps": algbw * bus_factor(op, gpus) / 1e9,
+           "library": sysp.network.library,
+           "basis": f"fitted α–β ({fit.backend}, {fit.processes} processes)" if fit
+           else "profile"}
+    if as_json:
+        emit_json(out)
+        return
+    click.echo(f"{op} of {format_bytes(nbytes)} among {gpus} GPU(s) on {sysp.name} "
+               f"({sysp.network.library}): {cost.algorithm} over {cost.tier} "
+               f"[{out['basis']}]")
+    click.echo(table(["time", "algbw (GB/s)", "busbw (GB/s)"],
+                     [(format_duration(cost.time_s), f"{out['algbw_GBps']:.2f}",
+                       f"{out['busbw_GBps']:.2f}")], align="rrr"))
+
+
+@oracle.command("verify")
+@click.argument("measurements", type=click.Path(dir_okay=False))
+@click.option("--system", required=True, help="Profile to check (name or YAML path).")
+@click.option("--json", "as_json", is_flag=True)
+def verify_cmd(measurements, system, as_json) -> None:
+    """Predicted vs measured seconds per iteration for every row of a measurement CSV
+    (calibration format), with min(pred, meas)/max(pred, meas) accuracy; nothing is fitted."""
+    from pathlib import Path
+
+    from testbed.calibration.abci_csv import evaluate, read_measurements
+
+    if not Path(measurements).exists():
+        raise InputError("no such file", source=measurements)
+    rows = evaluate(read_measurements(measurements), load_system(system))
+    mean = sum(r["accuracy"] for r in rows) / len(rows)
+    if as_json:
+        emit_json({"rows": rows, "mean_accuracy": mean})
+        return
+    click.echo(table(["model", "strategy", "gpus", "batch", "measured", "predicted", "accuracy"],
+                     [(r["model"], r["strategy"], r["gpus"], r["global_batch"],
+                       f"{r['measured_s']:.4f}",
+                       f"{r['predicted_s']:.4f}" if r["predicted_s"] else "infeasible",
+                       f"{r['accuracy']:.3f}") for r in rows], align="llrrrrr"))
+    click.echo(f"\nmean accuracy over {len(rows)} runs: {mean:.4f}")

@@ -1,0 +1,58 @@
+"""Where a scenario's references point, and where its errors are reported.
+
+Every relative path in a scenario (``system:``, ``failures.trace``, ``failures.causes``,
+``cluster.node_rates``, ``hpo.cost.table``, ``hpo.cost.trace``, ``hpo.objective``)
+resolves against the scenario file's folder (:func:`relative_path`); a bare name
+(``abci-v100``, ``llama3_405b``) is a shipped profile or table. :func:`at` completes an
+input error raised while resolving a key with the scenario's file, line and key. This is
+the only module that knows either rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from testbed.errors import Infeasible, InputError
+from testbed.scenario.schema import Scenario
+
+
+@contextmanager
+def at(sc: Scenario, field: str) -> Iterator[None]:
+    """Re-raise an input error from a referenced name or file at the scenario's key."""
+    try:
+        yield
+    except Infeasible:
+        raise
+    except InputError as exc:
+        if exc.source not in (None, sc.source):
+            if exc.field is None and exc.line is None:   # the file as a whole (a FIFO, too
+                exc.field = field                        # large): say which key named it
+                exc.args = (exc.format(),)
+            raise   # the error is inside another file (a trace, a cause table): keep it
+        sub = exc.field if exc.field and exc.field != field.rsplit(".", 1)[-1] else None
+        key = f"{field}.{sub}" if sub and field in ("model", "parallelism") else field
+        raise sc.error(exc.message, key) from None
+
+
+def scenario_dir(sc: Scenario) -> Path | None:
+    """The folder relative paths of the scenario resolve against."""
+    return Path(sc.source).parent if sc.source and not sc.source.startswith("<") else None
+
+
+def relative_path(sc: Scenario, ref: str) -> Path:
+    """A path written in the scenario, resolved against the scenario file's folder."""
+    path = Path(ref)
+    base = scenario_dir(sc)
+    if path.is_absolute() or base is None:
+        return path
+    return base / path
+
+
+def system_ref(sc: Scenario) -> str:
+    """The scenario's ``system:`` as a profile name or a path resolved against its folder."""
+    ref = sc.system or ""
+    if "/" in ref or ref.endswith((".yaml", ".yml")):
+        return str(relative_path(sc, ref))
+    return ref
