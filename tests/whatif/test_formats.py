@@ -1,4 +1,4 @@
-"""The checkpoint-format study's numbers follow from testbed.resilience.ckpt_formats.
+"""The checkpoint-format study's numbers follow from testbed.oracle.ckpt_formats.
 
 The scenario files carry state sizes and write/read times; they must be exactly
 what the format model computes for the model, formats and ABCI storage the files
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from testbed.oracle.state import state_bytes
-from testbed.resilience.ckpt_formats import FORMATS, checkpoint_file_bytes, write_read_s
+from testbed.oracle.ckpt_formats import FORMATS, checkpoint_file_bytes, write_read_s
 from testbed.scenario.schema import load_scenario
 from testbed.systems.profile import load_system
 from tests.whatif.conftest import REPO

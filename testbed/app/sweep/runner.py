@@ -28,11 +28,12 @@ from testbed.errors import Infeasible, InputError, ScenarioError
 from testbed.outcomes import OUTCOME_KEYS, Replicated, replicated_from_rows
 from testbed.resilience.spec import SimSpec, SpecFacts
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 #: Source files whose content decides simulated results (part of the code version).
-_CODE_GLOBS = ("simulators/*.py", "testbed/resilience/*.py", "testbed/scenario/schema.py",
-               "testbed/oracle/*.py", "testbed/systems/profile.py", "testbed/app/sweep/*.py", "testbed/resilience/ckpt_formats.py",
-               "testbed/app/resolve/scenario.py", "testbed/outcomes.py", "testbed/stats.py")
+_CODE_GLOBS = ("simulators/*.py", "testbed/resilience/*.py", "testbed/scenario/*.py",
+               "testbed/oracle/*.py", "testbed/systems/*.py", "testbed/app/sweep/*.py",
+               "testbed/app/resolve/*.py", "testbed/outcomes.py", "testbed/stats.py",
+               "testbed/streams.py")
 
 
 def code_version() -> str:
