@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.oracle.state import state_bytes
 from testbed.oracle.ckpt_formats import FORMATS, checkpoint_file_bytes, write_read_s
+from testbed.oracle.state import state_bytes
 from testbed.scenario.schema import load_scenario
 from testbed.systems.profile import load_system
 from tests.whatif.conftest import REPO
