@@ -13,7 +13,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 export PYTHONHASHSEED := 0
 
-.PHONY: run test lint typecheck bench setup calibrate wheel-check clean
+.PHONY: run test test-exact test-measured lint typecheck bench setup calibrate wheel-check clean
 
 setup: $(STAMP)
 
@@ -40,6 +40,15 @@ lint: $(STAMP)
 # the whole suite; benchmarks run once each as plain tests (no statistics)
 test: lint
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q --benchmark-disable $(PYTEST_ARGS)
+
+# the two tiers of the suite (together they are `make test`): exact tests (numbers,
+# properties, closed forms: the same on every machine) and machine-measured ones
+# (timings of this machine, asserted with statistics that hold under load)
+test-exact: lint
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q --benchmark-disable -m "not measured" $(PYTEST_ARGS)
+
+test-measured: $(STAMP)
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q --benchmark-disable -m measured $(PYTEST_ARGS)
 
 # benchmarks only, with statistics
 bench: $(STAMP)

@@ -52,3 +52,20 @@ def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False,
                      help="run the slow, thorough variants (more hypothesis examples, "
                           "restores in freshly spawned interpreters)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Benchmarks time this machine: they belong to the machine-measured tier
+    (``-m measured``) beside the tests marked so by hand."""
+    measured = pytest.mark.measured
+    for item in items:
+        if "benchmark" in getattr(item, "fixturenames", ()):
+            item.add_marker(measured)
+
+
+#: The one guard for loops that assert: ``for x in each(items):`` fails when the loop
+#: would not run at all (an assertion inside a loop over nothing proves nothing).
+def each(items, at_least: int = 1):
+    items = list(items)
+    assert len(items) >= at_least, f"expected at least {at_least} item(s) to check, got {len(items)}"
+    return items
