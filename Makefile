@@ -17,9 +17,13 @@ export PYTHONHASHSEED := 0
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml requirements.lock
+# (the Makefile too: a new system package here reruns the set-up on machines set up before)
+$(STAMP): pyproject.toml requirements.lock Makefile
 	@missing=""; command -v mpirun >/dev/null 2>&1 || missing="openmpi-bin libopenmpi-dev"; \
 	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	  for tool in slurmctld slurmd sbatch munged; do \
+	    command -v $$tool >/dev/null 2>&1 || PATH="$$PATH:/usr/sbin:/sbin" command -v $$tool \
+	      >/dev/null 2>&1 || { missing="$$missing slurm-wlm munge"; break; }; done; \
 	  if [ -n "$$missing" ]; then $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
 	@[ -x $(BIN)/python ] || $(PY) -m venv $(VENV)

@@ -13,6 +13,16 @@ manifest is written and fsynced last, and the directory is renamed to its final 
 the old set of checkpoints or the old set plus one complete new one. On load every
 file's SHA-256 is checked; a damaged newest checkpoint is reported and the previous one
 is used.
+
+Manifests are read through the input boundary (:mod:`testbed.io.read`: a regular file
+of bounded size, strict JSON of bounded depth) and validated by :class:`Manifest` (the
+files it lists are plain names inside the checkpoint, their sizes and SHA-256 digests
+well formed). Before a run starts, :meth:`CheckpointStore.check_usable` refuses a
+checkpoint folder holding a manifest that fails either — a FIFO, a link to
+``/dev/zero``, a JSON bomb, a path out of the checkpoint — with one line naming the
+manifest and the field, and changes nothing; a store of this code never writes one.
+During a run, :meth:`CheckpointStore.verify` gives the same failure as the reason the
+checkpoint is skipped.
 """
 
 from __future__ import annotations
@@ -21,18 +31,74 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field
 
 from testbed.errors import InputError
+from testbed.io.read import parse_json, read_bytes
+from testbed.io.schema import Line, Strict, validate, whole_in
 
 MANIFEST = "MANIFEST.json"
 PREFIX = "step-"
 TMP_PREFIX = ".tmp-step-"
 FORMAT_VERSION = 1
+
+
+#: Largest manifest read (a manifest lists a few files: 16 MiB is thousands of them).
+MANIFEST_LIMIT_BYTES = 16 * 2**20
+#: Largest step and file size a manifest may name (the records' ranges).
+MAX_STEP = 10**9
+MAX_FILE_BYTES = 10**15
+
+
+def _member_name(value: Any) -> str:
+    """A file of the checkpoint: a relative path inside it (no ``..``, not absolute)."""
+    if not isinstance(value, str) or not value or "\x00" in value or "\\" in value:
+        raise ValueError(f"{str(value)[:60]!r} is not a file name")
+    parts = PurePosixPath(value).parts
+    if value.startswith("/") or ".." in parts or not parts or value == MANIFEST:
+        raise ValueError(f"{value[:60]!r} is not a file inside the checkpoint")
+    return value
+
+
+class ManifestFile(Strict):
+    """One file of a checkpoint: its size and SHA-256."""
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: Annotated[int, whole_in(0, MAX_FILE_BYTES)]
+
+
+class Manifest(Strict):
+    """``MANIFEST.json`` of one committed checkpoint (see the module docstring)."""
+
+    format_version: Annotated[int, whole_in(1, FORMAT_VERSION)]
+    framework: Line
+    model: Line
+    step: Annotated[int, whole_in(0, MAX_STEP)]
+    files: dict[Annotated[str, BeforeValidator(_member_name)], ManifestFile] = \
+        Field(min_length=1)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+def read_manifest(folder: Path) -> Manifest:
+    """The manifest of a checkpoint folder through the input boundary, validated
+    (:class:`InputError` naming the file and the field otherwise)."""
+    path = folder / MANIFEST
+    source = str(path)
+    data = read_bytes(path, source=source, limit=MANIFEST_LIMIT_BYTES)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text (damaged)", source=source) from None
+    return validate(Manifest, parse_json(text, source=source), source=source,
+                    what="checkpoint manifest")
 
 
 def sha256_file(path: Path) -> str:
@@ -84,19 +150,17 @@ class CheckpointStore:
         probe = self.root if self.root.exists() else self._existing_parent()
         if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
             raise InputError("checkpoint directory is not writable", source=str(self.root))
-        try:  # access() says yes to root everywhere; a real write tells the truth
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(prefix=".probe-", dir=self.root)
+        try:  # access() says yes to root everywhere; a real write tells the truth (in
+            # the folder that exists: nothing is created before every check has passed)
+            fd, name = tempfile.mkstemp(prefix=".testbed-probe-", dir=probe)
             os.close(fd)
             os.unlink(name)
         except OSError as exc:
             raise InputError(f"checkpoint directory is not writable ({exc.strerror})",
                              source=str(self.root)) from None
         for entry in self.committed():
-            manifest = self._read_manifest(entry.path)
-            if manifest is None:
-                continue  # damaged: detected (and skipped) on load
-            theirs = (manifest.get("framework"), manifest.get("model"))
+            manifest = read_manifest(entry.path)      # refused here, before any change
+            theirs = (manifest.framework, manifest.model)
             if theirs != (self.framework, self.model):
                 raise InputError(
                     f"checkpoint {entry.path.name} is from framework={theirs[0]} "
@@ -125,31 +189,31 @@ class CheckpointStore:
         return sorted(found, key=lambda c: c.step)
 
     @staticmethod
-    def _read_manifest(path: Path) -> dict | None:
+    def _read_manifest(path: Path) -> Manifest | None:
         try:
-            with open(path / MANIFEST, encoding="utf-8") as stream:
-                data = json.load(stream)
-        except (OSError, ValueError):
+            return read_manifest(path)
+        except InputError:
             return None
-        return data if isinstance(data, dict) else None
 
     def verify(self, entry: Committed) -> str | None:
         """None if the checkpoint is intact, else the reason it is not."""
-        manifest = self._read_manifest(entry.path)
-        if manifest is None:
-            return "manifest missing or unreadable"
-        if manifest.get("step") != entry.step:
+        try:
+            manifest = read_manifest(entry.path)
+        except InputError as exc:
+            return f"manifest unusable: {exc.message}" + (f" ({exc.field})" if exc.field else "")
+        if manifest.step != entry.step:
             return "manifest step does not match directory"
-        files = manifest.get("files")
-        if not isinstance(files, dict) or not files:
-            return "manifest lists no files"
-        for name, info in sorted(files.items()):
+        for name, info in sorted(manifest.files.items()):
             path = entry.path / name
-            if not path.is_file():
+            try:
+                st = os.lstat(path)
+            except OSError:
                 return f"{name} missing"
-            if path.stat().st_size != info.get("bytes"):
-                return f"{name} has {path.stat().st_size} bytes, manifest says {info.get('bytes')}"
-            if sha256_file(path) != info.get("sha256"):
+            if not stat.S_ISREG(st.st_mode):
+                return f"{name} is not a regular file"
+            if st.st_size != info.bytes:
+                return f"{name} has {st.st_size} bytes, manifest says {info.bytes}"
+            if sha256_file(path) != info.sha256:
                 return f"{name} sha256 mismatch"
         return None
 
@@ -165,10 +229,12 @@ class CheckpointStore:
         return None
 
     def manifest(self, entry: Committed) -> dict:
-        data = self._read_manifest(entry.path)
-        if data is None:
-            raise InputError("manifest unreadable", source=str(entry.path))
-        return data
+        """The validated manifest of a checkpoint, as plain data."""
+        try:
+            return read_manifest(entry.path).model_dump(mode="json")
+        except InputError as exc:
+            raise InputError(f"manifest unusable: {exc.message}", source=str(entry.path),
+                             field=exc.field) from None
 
     # -- writing -------------------------------------------------------------------------
 

@@ -181,6 +181,8 @@ def capture_environment(framework: str = "none", world_size: int = 1) -> Environ
                 if dists and name != framework}
     versions = {k: v for k, v in versions.items() if v != "absent"}
     versions["numpy"] = _version(("numpy",))
+    from real_runs.stack import stack_versions
+    versions.update(stack_versions())     # MPI/NCCL/UCX versions and settings
     return Environment(
         host=socket.gethostname(), os=f"{platform.system()} {platform.release()}",
         python=platform.python_version(), cpu_model=cpu_model(), cpu_count=os.cpu_count() or 1,

@@ -20,7 +20,6 @@ checkpoint is used.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +28,9 @@ from testbed.io.read import parse_json, read_text
 from testbed.streams import generator
 
 DAMAGE_MODES = ("truncate", "bitflip")
+#: Most kills a trace may plan: each is a restart of seconds (a framework import), so
+#: ten thousand are hours of restarts; more is a mistake, not a plan.
+MAX_TRACE_KILLS = 10_000
 
 
 @dataclass(frozen=True)
@@ -47,47 +49,26 @@ class KillSpec:
 
 
 def parse_kill_trace(path: str | Path) -> list[KillSpec]:
-    """Read a JSONL kill trace; errors name the file and line."""
-    specs = []
-    lines = read_text(path).splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        data = parse_json(line, source=str(path), line=number)
-        if not isinstance(data, dict):
-            raise ScenarioError("each line must be an object", source=str(path), line=number)
-        unknown = set(data) - {"at_step", "at_s", "during_checkpoint", "damage"}
-        if unknown:
-            raise ScenarioError(f"unknown keys {sorted(unknown)}", source=str(path), line=number)
-        if not isinstance(data.get("during_checkpoint", False), bool):
-            raise ScenarioError("during_checkpoint must be true or false", source=str(path),
-                                line=number, field="during_checkpoint")
-        triggers = [data.get("at_step") is not None, data.get("at_s") is not None,
-                    bool(data.get("during_checkpoint"))]
-        if sum(triggers) != 1:
-            raise ScenarioError("give exactly one of at_step, at_s, during_checkpoint",
-                                source=str(path), line=number)
-        damage = data.get("damage")
-        if damage is not None and damage not in DAMAGE_MODES:
-            raise ScenarioError(f"damage must be one of {list(DAMAGE_MODES)}", source=str(path),
-                                line=number, field="damage")
-        at_step = data.get("at_step")
-        at_s = data.get("at_s")
-        if at_step is not None and (isinstance(at_step, bool) or not isinstance(at_step, int)
-                                    or at_step <= 0):
-            raise ScenarioError("at_step must be a positive integer", source=str(path),
-                                line=number, field="at_step")
-        if at_s is not None and (isinstance(at_s, bool) or not isinstance(at_s, (int, float))
-                                 or not math.isfinite(at_s) or at_s <= 0):
-            raise ScenarioError("at_s must be a positive number", source=str(path), line=number,
-                                field="at_s")
-        specs.append(KillSpec(at_step=at_step, at_s=None if at_s is None else float(at_s),
-                              during_checkpoint=bool(data.get("during_checkpoint")),
-                              damage=damage))
-    if not specs:
+    """Read a JSONL kill trace through the input boundary, every line validated by the
+    record schema's :class:`~testbed.measurements.Kill` (exactly one trigger, a positive
+    step within the records' range, a positive time, a known damage mode); errors name
+    the file, line and field. Lines starting with ``#`` are comments."""
+    from testbed.io.schema import validate_records
+    from testbed.measurements import Kill
+    source = str(path)
+    lines = [(number, line) for number, line in enumerate(read_text(path).splitlines(), 1)
+             if line.strip() and not line.lstrip().startswith("#")]
+    if len(lines) > MAX_TRACE_KILLS:
+        raise ScenarioError(f"the kill trace holds {len(lines):,} kills, more than "
+                            f"{MAX_TRACE_KILLS:,} (each is a restart of seconds)",
+                            source=source, line=lines[MAX_TRACE_KILLS][0])
+    records = [(number, parse_json(line, source=source, line=number)) for number, line in lines]
+    kills = validate_records(Kill, records, source=source, what="kill")
+    if not kills:
         raise ScenarioError("the kill trace holds no kill (run without --kill-trace for a "
-                            "run without kills)", source=str(path))
-    return specs
+                            "run without kills)", source=source)
+    return [KillSpec(at_step=k.at_step, at_s=k.at_s, during_checkpoint=k.during_checkpoint,
+                     damage=k.damage) for _, k in kills]
 
 
 def mtbf_plan(mtbf_s: float, seed: int, count: int) -> list[KillSpec]:

@@ -56,7 +56,7 @@ def file_count(path: Path) -> int:
 HARNESS_FORMAT = "harness"
 
 
-def _harness_format(trainer) -> tuple[Callable, Callable, bool, bool]:
+def harness_format(trainer) -> tuple[Callable, Callable, bool, bool]:
     from real_runs.ckpt_store import CheckpointStore
     cfg = trainer.cfg
 
@@ -168,6 +168,14 @@ def _chainer_formats(backend) -> dict[str, tuple[Callable, Callable, bool, bool]
             "save_hdf5": (save_h5, load_h5, True, True)}
 
 
+def format_table(backend) -> dict[str, tuple[Callable, Callable, bool, bool]]:
+    """``(save(dir), load(dir), includes_optimizer, compressed)`` of every format of the
+    back end's framework, for its model and optimizer (what :func:`bench` and the
+    checkpoint study time)."""
+    return {"torch": _torch_formats, "tensorflow": _tf_formats,
+            "chainer": _chainer_formats}[backend.framework](backend)
+
+
 def bench(framework: str, model: str, width: int, repeats: int,
           formats: list[str] | None = None, depth: int | None = None) -> dict[str, Any]:
     """Measure every format (median of ``repeats`` save and load times)."""
@@ -176,9 +184,8 @@ def bench(framework: str, model: str, width: int, repeats: int,
     trainer = Trainer(cfg, make_backend(cfg.framework))
     trainer.train_until(1)  # creates the optimizer's momentum slots
     backend = trainer.backend
-    table = {"torch": _torch_formats, "tensorflow": _tf_formats,
-             "chainer": _chainer_formats}[cfg.framework](backend)
-    table[HARNESS_FORMAT] = _harness_format(trainer)
+    table = format_table(backend)
+    table[HARNESS_FORMAT] = harness_format(trainer)
     chosen = formats or list(table)
     unknown = [f for f in chosen if f not in table]
     if unknown:

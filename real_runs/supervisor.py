@@ -121,12 +121,41 @@ class RestartClock:
                 "first_step_s": max(resumed_t - after, 0.0) if after is not None else 0.0}
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _prctl():
+    """libc's ``prctl``, looked up once in the supervisor (the child between fork and
+    exec must not load libraries), or None off Linux."""
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
+
+
+def _die_with_supervisor(parent_pid: int):
+    """``preexec_fn`` of the worker: the kernel SIGKILLs it when the supervisor dies
+    (``PR_SET_PDEATHSIG``, kept across exec), so a SIGKILLed supervisor leaves no worker
+    training on; a supervisor already gone before the request took effect ends it."""
+    def arm() -> None:
+        if _PRCTL is not None:
+            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+    return arm
+
+
 def _spawn(request: dict[str, Any], extra_env: dict[str, str] | None = None) -> Incarnation:
     err = tempfile.NamedTemporaryFile(prefix="worker-", suffix=".err", delete=False)
     spawn_wall = time.time()
     proc = subprocess.Popen(python_cmd("real_runs.worker", "--request", json.dumps(request)),
                             stdout=subprocess.PIPE, stderr=err, text=True,
-                            env=child_env(extra_env))
+                            env=child_env(extra_env),
+                            preexec_fn=_die_with_supervisor(os.getpid()))
     err.close()
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()

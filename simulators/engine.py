@@ -63,8 +63,11 @@ class Job(JobBooks):
     # ----------------------------------------------------------------- process
     def process(self):
         self._log(ev.JOB_START, work_s=self.plan.work_s, segments=self.plan.n_segments)
-        if self.windows is not None:
-            end = self.windows.blocked_until(0.0, self.stop_ckpt_s)
+        first = self.ops.initial_selection_s()
+        if first:
+            yield from self._hold_plain(cops.HOST_SELECTION, cops.RESTARTING, first)
+        if self.windows is not None and not self.depleted:
+            end = self.windows.blocked_until(self.env.now, self.stop_ckpt_s)
             if end is not None:
                 yield from self._hold_plain(cops.MAINTENANCE, cops.WAITING, end)
         while not self.depleted:

@@ -55,23 +55,35 @@ class _Job(JobBooks):
 
     def on_failure(self, t: float) -> float | None:
         """Failures and the restart after them; the time the job runs again (None:
-        depleted)."""
+        depleted). Without maintenance windows the restart runs without a generator
+        (:meth:`ClusterOps.recover`, the same steps as :meth:`ClusterOps.recovery`)."""
         ops = self.ops
+        causes, by_cause = self.causes, self.by_cause
         while True:
             info = ops.fail(t)
             survives = None
             detect = requeue = 0.0
-            if self.causes:
-                cause = self.causes[info.cause]
-                self.by_cause[info.cause] += 1
+            if causes:
+                cause = causes[info.cause]
+                by_cause[info.cause] += 1
                 survives, detect, requeue = cause.survives, cause.detect_s, cause.restart_s
-            self.rollback(survives)
+            if self.lose_work:
+                self.rollback(survives)
+            if self.windows is None:
+                res, t = ops.recover(t, detect, requeue, self.plan.load_of(self.c), self.book)
+                if res == cops.RECOVERED:
+                    break
+                if res == cops.EXHAUSTED:
+                    self.depleted = True
+                    self.end_t = t
+                    return None
+                continue
             holds = ops.recovery(t, detect, requeue, self.plan.load_of(self.c), self.windows,
                                  self.stop_ckpt_s)
-            res, t = self.drive(holds, t)
-            if res is None:
+            res2, t = self.drive(holds, t)
+            if res2 is None:
                 break
-            if res == cops.DEPLETED:
+            if res2 == cops.DEPLETED:
                 self.depleted = True
                 self.end_t = t
                 return None
@@ -91,14 +103,16 @@ class _Job(JobBooks):
             return t
         return self.on_failure(t)
 
-    def hold_plain(self, kind: str, phase: int, until: float) -> float | None:
+    def hold_plain(self, kind: str, phase: int, start: float, until: float) -> float | None:
+        """A hold outside any failure handling (the counted first host selection, the
+        initial maintenance wait) from ``start`` to ``until``."""
         ops = self.ops
-        ops.set_phase(0.0, phase)
+        ops.set_phase(start, phase)
         f = ops.next_failure_s()
         if f <= until:
-            self.book(kind, f)
+            self.book(kind, f - start)
             return self.on_failure(f)
-        self.book(kind, until)
+        self.book(kind, until - start)
         ops.set_phase(until, cops.RUNNING)
         return until
 
@@ -110,11 +124,15 @@ def run_general(spec: SimSpec, seed: int, rep: int) -> RepResult:
     ops = ClusterOps(spec.failures, spec.lifecycle, spec.nodes, seed, rep, spec.limits)
     job = _Job(spec, ops)
     windows = job.windows
+    plain = not plan.levels and plan.step_s is None
     t: float | None = 0.0
-    if windows is not None:
-        end = windows.blocked_until(0.0, job.stop_ckpt_s)
+    first = ops.initial_selection_s()
+    if first:
+        t = job.hold_plain(cops.HOST_SELECTION, cops.RESTARTING, 0.0, first)
+    if windows is not None and t is not None:
+        end = windows.blocked_until(t, job.stop_ckpt_s)
         if end is not None:
-            t = job.hold_plain(cops.MAINTENANCE, cops.WAITING, end)
+            t = job.hold_plain(cops.MAINTENANCE, cops.WAITING, t, end)
     while t is not None:
         f = ops.next_failure_s()
         stop, end = windows.next_stop_s(t, job.stop_ckpt_s) if windows else (INF, INF)
@@ -127,8 +145,9 @@ def run_general(spec: SimSpec, seed: int, rep: int) -> RepResult:
             job.c, job.off = adv.c, 0.0
             break
         if f <= stop:
-            if not job.lose_work:
-                job.off = state_at(plan, t, job.c, job.off, f).off
+            if not job.lose_work:          # what ran is kept (one segment: just add it)
+                job.off = (job.off + min(plan.work_s - job.off, max(0.0, f - t)) if plain
+                           else state_at(plan, t, job.c, job.off, f).off)
             elif adv.commits:
                 job.c, job.off = adv.c, 0.0
             job.ckpt_s += adv.ckpt_s

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from simulators.engine import run_simpy
 from simulators.fast import run_fast
 from testbed.outcomes import (
     Analytical,
@@ -31,7 +30,10 @@ MAX_GROWTH = 4.0
 
 
 def _one(spec: SimSpec, seed: int, rep: int, engine: str) -> RepResult:
-    return run_fast(spec, seed, rep) if engine == "fast" else run_simpy(spec, seed, rep)[0]
+    if engine == "fast":
+        return run_fast(spec, seed, rep)
+    from simulators.engine import run_simpy  # SimPy only when the step-by-step engine runs
+    return run_simpy(spec, seed, rep)[0]
 
 
 def replicate(spec: SimSpec, replications: int, seed: int, engine: str = "fast",
@@ -40,9 +42,13 @@ def replicate(spec: SimSpec, replications: int, seed: int, engine: str = "fast",
     """Results of replications ``start`` … ``start + replications − 1``."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}")
+    runner = None
+    if engine == "fast":     # many replications: the compiled inlined loop, when it applies
+        from simulators.fast_kernel import batch_runner
+        runner = batch_runner(spec, replications)
     out = []
     for rep in range(start, start + replications):
-        out.append(_one(spec, seed, rep, engine))
+        out.append(runner(seed, rep) if runner is not None else _one(spec, seed, rep, engine))
         if progress is not None:
             progress(1)
     return out
@@ -124,6 +130,7 @@ def simulate(spec: SimSpec, replications: int | None, seed: int, engine: str = "
 
 def event_log(spec: SimSpec, seed: int, replication: int = 0) -> list[dict]:
     """The event log of one replication, from the step-by-step SimPy engine."""
+    from simulators.engine import run_simpy
     log: list[dict] = []
     run_simpy(spec, seed, replication, log)
     return log

@@ -40,8 +40,12 @@ TRIAL_FAILED = "trial_failed"        # the attempt died: epoch, resume_epoch, lo
 TRIAL_PREEMPTED = "trial_preempted"  # its node went down: resumes, uses no retry
 TRIAL_CANCELLED = "trial_cancelled"  # by the failure policy (never ran, or killed)
 NODE_UP = "node_up"                  # a failed node is back
+TRIAL_RUNG = "trial_rung"            # a stopping scheduler let a trial go on at a rung: value
 HPO_EVENT_KINDS = (TRIAL_START, TRIAL_RESULT, TRIAL_END, TRIAL_FAILED, TRIAL_PREEMPTED,
-                   TRIAL_CANCELLED, NODE_UP)
+                   TRIAL_CANCELLED, NODE_UP, TRIAL_RUNG)
+# the real HPO driver's own life: it was lost (killed) and a rerun resumed the sweep
+SWEEP_RESUMED = "sweep_resumed"      # down_at_s (last sign of life), outage_s
+HPO_SWEEP_KINDS = (SWEEP_RESUMED,)
 
 # cluster operations (testbed/resilience/ops.py): node, nodes, stage, outcome
 DIAGNOSIS = "diagnosis"              # a hardware failure missed or blamed on another node
@@ -60,7 +64,7 @@ OPS_EVENT_KINDS = (DIAGNOSIS, REPAIR_BEGIN, REPAIR_END, RETIRED, IDLE_FAILURE, S
 EVENT_KINDS = (
     JOB_START, STEPS, CHECKPOINT_BEGIN, CHECKPOINT_COMMIT, CHECKPOINT_ABORT, FAILURE,
     RESTART_BEGIN, WAIT, LOAD, RESTART_END, CORRUPTION_DETECTED, MAINTENANCE, JOB_END,
-) + HPO_EVENT_KINDS + OPS_EVENT_KINDS
+) + HPO_EVENT_KINDS + HPO_SWEEP_KINDS + OPS_EVENT_KINDS
 
 
 def encode_event(t_s: float, event: str, **fields: Any) -> str:

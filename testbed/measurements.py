@@ -26,7 +26,14 @@ Kinds and what they carry (units in every name):
 Reading goes through :func:`testbed.io.read.read_jsonl` and every line is validated with
 pydantic (:class:`testbed.io.schema.Strict`): an unknown version or kind, a missing field,
 an unknown key or a non-finite number is one :class:`~testbed.errors.ScenarioError`
-naming the file, the line and the key. Writing goes through :mod:`testbed.io.write`.
+naming the file, the line and the key. Every field is a bounded type: the physical
+range of each kind of measured quantity (:data:`MIN_DURATION_S` … :data:`MAX_DURATION_S`
+for a time, :data:`MAX_PROCESSES`, :data:`MAX_BYTES`, :data:`MAX_SAMPLES`,
+:data:`MAX_STEPS`) is defined here, once, and refused as an *implausible measurement*
+by the schema itself (:mod:`testbed.calibration.plausible` and the real-run options use
+the same ranges); names are one line of text, ``measured_at`` a real date, shapes
+positive dimensions of bounded size, model options within the harness's limits.
+A supervised run's timeline is validated event by event (:class:`TimelineEvent`). Writing goes through :mod:`testbed.io.write`.
 This module is pure: capturing the running process's environment lives in
 ``real_runs.env``.
 """
@@ -38,13 +45,31 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
+from testbed import events as ev
 from testbed.errors import ScenarioError
 from testbed.io.canonical import dumps
 from testbed.io.read import read_jsonl, read_text
-from testbed.io.schema import Strict, error_from
+from testbed.io.schema import (
+    Line,
+    Strict,
+    Timestamp,
+    error_from,
+    number_value,
+    shape_in,
+    whole_value,
+)
 from testbed.io.write import write_text
+from testbed.model.zoo.harness import MAX_DEPTH as MAX_MODEL_DEPTH
+from testbed.model.zoo.harness import MAX_WIDTH as MAX_MODEL_WIDTH
 
 #: The record format this testbed reads and writes.
 SCHEMA_VERSION = 1
@@ -54,26 +79,118 @@ RECORD_KINDS = ("train_step", "train_summary", "layer_times", "collective", "che
 #: Collective operations the micro-benchmarks time.
 COLLECTIVE_OPS = ("allreduce", "allgather", "broadcast", "reduce_scatter")
 
-PositiveFloat = Annotated[float, Field(gt=0)]
-NonNegFloat = Annotated[float, Field(ge=0)]
-PositiveInt = Annotated[int, Field(gt=0)]
-NonNegInt = Annotated[int, Field(ge=0)]
-Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")]
+# --------------------------------------------------------------- physical ranges
+# What no real measurement can give (the bounds are generous: they reject only values
+# no real measurement could give). The record schema refuses them; so do the real-run
+# options that would produce them (``testbed real-run train --steps``).
+
+#: Shortest plausible measured duration: 100 ns, the resolution of the monotonic
+#: clocks the harnesses read (``time.perf_counter`` on Linux: ~100 ns per call); the
+#: fastest real measurement, a shared-memory all-reduce of 8 bytes, takes ~2 µs.
+MIN_DURATION_S = 1e-7
+#: Longest plausible measured duration: 10⁷ s (116 days), twice the 54-day Llama 3
+#: 405B pre-training run (Dubey et al., "The Llama 3 Herd of Models", 2024).
+MAX_DURATION_S = 1e7
+#: Most processes (GPUs, ranks, nodes) of one measured run: 10⁶, ten times the largest
+#: GPU clusters built (about 100,000 H100 GPUs, 2024).
+MAX_PROCESSES = 10**6
+#: Largest plausible byte count (a checkpoint, a message): 10¹⁵ B, a petabyte — 200
+#: times the ~5 TB training state of a 405B-parameter model with Adam.
+MAX_BYTES = 10**15
+#: Largest plausible batch (samples per step, per process or global): 10⁸.
+MAX_SAMPLES = 10**8
+#: Largest plausible step count of one run: 10⁹.
+MAX_STEPS = 10**9
+#: Largest dimension of a per-sample input shape: 2²⁰ (a 1-megapixel side, or a
+#: million-token sequence).
+MAX_SHAPE_DIM = 2**20
+#: Most checkpoint segments the simulator may walk to replay one supervised run
+#: (``steps / checkpoint_every`` per incarnation): its engines walk the run's two-level
+#: plan segment by segment after each failure, about 1.5 µs a segment here, so 2·10⁶
+#: is a few seconds (``testbed simulate --replay-run``, ``testbed verify``).
+MAX_REPLAY_SEGMENTS = 2_000_000
+
+
+def implausible_time(value: float) -> str | None:
+    """Why a measured time is implausible (None when it is fine; 0 is "none")."""
+    if value > 0 and not MIN_DURATION_S <= value <= MAX_DURATION_S:
+        return (f"implausible measurement: {value:g} s is outside the physical range of a "
+                f"measured time [{MIN_DURATION_S:g} s, {MAX_DURATION_S:g} s]")
+    return None
+
+
+def _time(value: Any, positive: bool) -> float:
+    seconds = number_value(value, 0.0, math.inf, "s", lo_open=positive)
+    why = implausible_time(seconds)
+    if why:
+        raise ValueError(why)
+    return seconds
+
+
+def _count(value: Any, lo: int, limit: int, what: str) -> int:
+    n = whole_value(value, lo, None)
+    if n > limit:
+        shown = f"{n:,}" if n < 10**30 else f"{n:.3g}"
+        raise ValueError(f"implausible measurement: {shown} {what} is more than any measured "
+                         f"run ({limit:g})")
+    return n
+
+
+def _counted(lo: int, limit: int, what: str) -> BeforeValidator:
+    return BeforeValidator(lambda v: _count(v, lo, limit, what))
+
+
+#: A measured time > 0 in seconds, within the physical range.
+PositiveFloat = Annotated[float, BeforeValidator(lambda v: _time(v, True))]
+#: A measured time >= 0 in seconds (0: none), within the physical range.
+NonNegFloat = Annotated[float, BeforeValidator(lambda v: _time(v, False))]
+#: Counts of processes, samples, steps and bytes, within their physical ranges.
+Processes = Annotated[int, _counted(1, MAX_PROCESSES, "processes")]
+Samples = Annotated[int, _counted(1, MAX_SAMPLES, "samples")]
+Steps = Annotated[int, _counted(1, MAX_STEPS, "steps")]
+StepsOrZero = Annotated[int, _counted(0, MAX_STEPS, "steps")]
+Bytes = Annotated[int, _counted(0, MAX_BYTES, "bytes")]
+PositiveBytes = Annotated[int, _counted(1, MAX_BYTES, "bytes")]
+#: Repetitions of a micro-benchmark and files of a checkpoint (at most one per step).
+PositiveInt = Annotated[int, _counted(1, MAX_STEPS, "repetitions")]
+NonNegInt = Annotated[int, _counted(0, MAX_STEPS, "events")]
+#: A per-sample input shape ``CxHxW`` (positive dimensions of at most MAX_SHAPE_DIM).
+InputShape = Annotated[str, shape_in(MAX_SHAPE_DIM)]
+#: The harness model options a record may carry, with the harness's own limits.
+MODEL_OPTION_LIMITS = {"width": MAX_MODEL_WIDTH, "depth": MAX_MODEL_DEPTH}
+
+
+def _model_options(value: Any) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise ValueError("must be a mapping such as {width: 64, depth: 2}")
+    out = {}
+    for key, v in value.items():
+        if key not in MODEL_OPTION_LIMITS:
+            raise ValueError(f"[{key}] unknown model option {key!r}; known: "
+                             f"{', '.join(MODEL_OPTION_LIMITS)}")
+        try:
+            out[key] = whole_value(v, 1, MODEL_OPTION_LIMITS[key])
+        except ValueError as exc:
+            raise ValueError(f"[{key}] {exc}") from None
+    return out
+
+
+ModelOptions = Annotated[dict[str, int], BeforeValidator(_model_options)]
 
 
 class Environment(Strict):
     """Where a measurement was taken: enough to tell two machines apart."""
 
-    host: str = Field(min_length=1)
-    os: str
-    python: str
-    cpu_model: str
-    cpu_count: PositiveInt
-    gpu_model: str = Field(description='"none" on CPU-only machines')
-    framework: str = Field(description='"torch", "tensorflow", "chainer", "mpi4py" or "none"')
-    framework_version: str
-    world_size: PositiveInt = 1
-    versions: dict[str, str] = Field(default_factory=dict)
+    host: Line = Field(min_length=1)
+    os: Line
+    python: Line
+    cpu_model: Line
+    cpu_count: Processes
+    gpu_model: Line = Field(description='"none" on CPU-only machines')
+    framework: Line = Field(description='"torch", "tensorflow", "chainer", "mpi4py" or "none"')
+    framework_version: Line
+    world_size: Processes = 1
+    versions: dict[Line, Line] = Field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
@@ -94,18 +211,18 @@ class TrainConfig(Strict):
     (``width``, ``depth``) and ``input_shape`` is per sample (``CxHxW``).
     """
 
-    framework: str
-    model: str = Field(min_length=1)
-    model_options: dict[str, int] = Field(default_factory=dict)
-    input_shape: str = Field(pattern=r"^\d+(x\d+)+$")
-    precision: str = "fp32"
-    batch_size: PositiveInt
-    processes: PositiveInt = 1
-    strategy: str = "data"
-    group_size: PositiveInt | None = None
-    global_batch: PositiveInt | None = None
-    backend: str = Field(default="none", description="collective backend: none, gloo, nccl, mpi")
-    device: str = "cpu"
+    framework: Line
+    model: Line = Field(min_length=1)
+    model_options: ModelOptions = Field(default_factory=dict)
+    input_shape: InputShape
+    precision: Line = "fp32"
+    batch_size: Samples
+    processes: Processes = 1
+    strategy: Line = "data"
+    group_size: Processes | None = None
+    global_batch: Samples | None = None
+    backend: Line = Field(default="none", description="collective backend: none, gloo, nccl, mpi")
+    device: Line = "cpu"
 
     @property
     def effective_global_batch(self) -> int:
@@ -120,9 +237,9 @@ class _Record(Strict):
     schema_version: int
     env: Environment
     measured_at: Timestamp | None = None
-    source: str = ""
-    note: str = ""
-    run_id: str = Field(default="", description="links the records of one run")
+    source: Line = ""
+    note: Line = ""
+    run_id: Line = Field(default="", description="links the records of one run")
 
 
 class StepMetrics(Strict):
@@ -137,12 +254,12 @@ class StepMetrics(Strict):
 class TrainStep(_Record):
     kind: Literal["train_step"]
     config: TrainConfig
-    step: PositiveInt
+    step: Steps
     metrics: StepMetrics
 
 
 class SummaryMetrics(Strict):
-    steps: PositiveInt = Field(description="steps (or repetitions) behind the figures")
+    steps: Steps = Field(description="steps (or repetitions) behind the figures")
     step_s: PositiveFloat = Field(description="median steady-state step time")
     step_mean_s: PositiveFloat | None = None
     step_min_s: PositiveFloat | None = None
@@ -154,8 +271,8 @@ class SummaryMetrics(Strict):
     backward_s: NonNegFloat | None = None
     update_s: NonNegFloat | None = None
     allreduce_s: NonNegFloat | None = None
-    peak_memory_bytes: NonNegInt | None = None
-    parameters: NonNegInt | None = None
+    peak_memory_bytes: Bytes | None = None
+    parameters: Bytes | None = None
     final_loss: float | None = None
 
 
@@ -166,8 +283,8 @@ class TrainSummary(_Record):
 
 
 class LayerMetrics(Strict):
-    steps: PositiveInt
-    layer_s: dict[str, NonNegFloat] = Field(description="forward seconds per layer and step")
+    steps: Steps
+    layer_s: dict[Line, NonNegFloat] = Field(description="forward seconds per layer and step")
 
 
 class LayerTimes(_Record):
@@ -177,7 +294,7 @@ class LayerTimes(_Record):
 
 
 class CollectiveMetrics(Strict):
-    message_bytes: PositiveInt = Field(description="bytes per rank")
+    message_bytes: PositiveBytes = Field(description="bytes per rank")
     time_s: PositiveFloat = Field(description="median over repetitions of the slowest rank")
     min_time_s: PositiveFloat | None = None
     repeats: PositiveInt = 1
@@ -186,17 +303,18 @@ class CollectiveMetrics(Strict):
 class Collective(_Record):
     kind: Literal["collective"]
     op: Literal["allreduce", "allgather", "broadcast", "reduce_scatter"]
-    backend: str = Field(min_length=1, description="gloo, mpi, nccl")
-    processes: Annotated[int, Field(ge=2)]
-    nodes: PositiveInt = 1
-    dtype: str = "fp32"
+    backend: Line = Field(min_length=1, description="gloo, mpi, nccl")
+    processes: Annotated[int, BeforeValidator(lambda v: _count(v, 2, MAX_PROCESSES,
+                                                               "processes"))]
+    nodes: Processes = 1
+    dtype: Line = "fp32"
     metrics: CollectiveMetrics
 
 
 class CheckpointMetrics(Strict):
-    ckpt_bytes: NonNegInt = Field(description="bytes on disk")
+    ckpt_bytes: Bytes = Field(description="bytes on disk")
     files: PositiveInt = 1
-    state_bytes: NonNegInt = Field(description="the format-free payload (oracle state_bytes)")
+    state_bytes: Bytes = Field(description="the format-free payload (oracle state_bytes)")
     save_s: PositiveFloat = Field(description="median over repetitions")
     load_s: PositiveFloat | None = None
     save_min_s: PositiveFloat | None = Field(default=None, description="fastest repetition")
@@ -206,11 +324,11 @@ class CheckpointMetrics(Strict):
 
 class Checkpoint(_Record):
     kind: Literal["checkpoint"]
-    framework: str
-    format: str = Field(min_length=1)
-    model: str
-    model_options: dict[str, int] = Field(default_factory=dict)
-    parameters: NonNegInt
+    framework: Line
+    format: Line = Field(min_length=1)
+    model: Line
+    model_options: ModelOptions = Field(default_factory=dict)
+    parameters: Bytes
     includes_optimizer: bool = True
     compressed: bool = False
     metrics: CheckpointMetrics
@@ -223,22 +341,22 @@ class RestartMetrics(Strict):
     import_s: NonNegFloat | None = Field(default=None, description="of which framework import")
     load_s: NonNegFloat = Field(description="checkpoint load (0: nothing to load)")
     first_step_s: NonNegFloat = Field(description="load done to the first step done")
-    ckpt_bytes: NonNegInt = 0
+    ckpt_bytes: Bytes = 0
 
 
 class Restart(_Record):
     kind: Literal["restart"]
-    framework: str
-    model: str
-    incarnation: PositiveInt
+    framework: Line
+    model: Line
+    incarnation: Steps
     metrics: RestartMetrics
 
 
 class Kill(Strict):
     """One injected fault as it was planned (see ``real_runs.faults.KillSpec``)."""
 
-    at_step: PositiveInt | None = None
-    at_s: NonNegFloat | None = None
+    at_step: Steps | None = None
+    at_s: PositiveFloat | None = None
     during_checkpoint: bool = False
     damage: Literal["truncate", "bitflip"] | None = None
 
@@ -246,28 +364,100 @@ class Kill(Strict):
     def _one_trigger(self) -> Kill:
         triggers = (self.at_step is not None, self.at_s is not None, self.during_checkpoint)
         if sum(triggers) != 1:
-            raise ValueError("a kill has exactly one of at_step, at_s, during_checkpoint")
+            given = [k for k, on in zip(KILL_TRIGGERS, triggers, strict=True) if on]
+            raise ValueError(f"[{given[1] if len(given) > 1 else 'at_step'}] a kill needs "
+                             "exactly one trigger: at_step, at_s or during_checkpoint: true "
+                             f"({'none' if not given else ' and '.join(given)} given)")
         return self
+
+
+#: The ways a kill is triggered (exactly one per kill).
+KILL_TRIGGERS = ("at_step", "at_s", "during_checkpoint")
+Kills = Annotated[int, _counted(0, MAX_PROCESSES, "kills")]
 
 
 class RunMetrics(Strict):
     wall_time_s: PositiveFloat
-    kills: NonNegInt
-    restarts: NonNegInt
-    lost_steps: NonNegInt
-    checkpoints_committed: NonNegInt
-    checkpoint_aborts: NonNegInt = 0
+    kills: Kills
+    restarts: Kills
+    lost_steps: StepsOrZero
+    checkpoints_committed: StepsOrZero
+    checkpoint_aborts: StepsOrZero = 0
+
+
+class TimelineEvent(Strict):
+    """One event of a supervised run's timeline (the :mod:`testbed.events` vocabulary):
+    the time and kind always, the fields a replay reads bounded where present, and the
+    fields of each kind that a replay needs required (``job_start``: steps,
+    checkpoint_every and the configuration; ``failure``: exactly one kill trigger).
+    Other fields (a cause, a reason, a restart's parts) are kept as they are."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+
+    t_s: NonNegFloat
+    event: Annotated[str, BeforeValidator(lambda v: _event_kind(v))]
+    steps: Steps | None = None
+    checkpoint_every: Steps | None = None
+    config: TrainConfig | None = None
+    incarnation: StepsOrZero | None = None
+    step: StepsOrZero | None = None
+    start_step: StepsOrZero | None = None
+    end_step: StepsOrZero | None = None
+    lost_steps: StepsOrZero | None = None
+    duration_s: NonNegFloat | None = None
+    bytes: Bytes | None = None
+    at_step: Steps | None = None
+    at_s: PositiveFloat | None = None
+    during_checkpoint: bool | None = None
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> TimelineEvent:
+        if self.event == ev.JOB_START:
+            for key in ("steps", "checkpoint_every", "config"):
+                if getattr(self, key) is None:
+                    raise ValueError(f"[{key}] job_start needs {key!r} (a timeline written "
+                                     "by `testbed real-run train`)")
+        if self.event == ev.FAILURE:
+            triggers = (self.at_step is not None, self.at_s is not None,
+                        bool(self.during_checkpoint))
+            if sum(triggers) != 1:
+                raise ValueError("[at_step] a failure (kill) needs exactly one trigger: "
+                                 "at_step, at_s or during_checkpoint: true")
+        return self
+
+    @property
+    def kill(self) -> Kill:
+        """The kill a ``failure`` event records (its one trigger)."""
+        return Kill(at_step=self.at_step, at_s=self.at_s,
+                    during_checkpoint=bool(self.during_checkpoint))
+
+
+def _event_kind(value: Any) -> str:
+    if not isinstance(value, str) or value not in ev.EVENT_KINDS:
+        shown = repr(value)[:40]
+        raise ValueError(f"unknown event {shown}; a timeline holds events of "
+                         "testbed.events (job_start, failure, job_end, …)")
+    return value
 
 
 class SupervisedRun(_Record):
     kind: Literal["supervised_run"]
     config: TrainConfig
-    steps: PositiveInt
-    checkpoint_every: PositiveInt
+    steps: Steps
+    checkpoint_every: Steps
     kills: list[Kill] = Field(default_factory=list)
     metrics: RunMetrics
-    timeline: list[dict[str, Any]] = Field(default_factory=list,
-                                           description="events (testbed.events vocabulary)")
+    timeline: list[TimelineEvent] = Field(default_factory=list,
+                                          description="events (testbed.events vocabulary)")
+
+    @model_validator(mode="after")
+    def _replayable(self) -> SupervisedRun:
+        segments = -(-self.steps // self.checkpoint_every)
+        if segments * (len(self.kills) + 1) > MAX_REPLAY_SEGMENTS:
+            raise ValueError(f"[checkpoint_every] {self.steps:,} steps with a checkpoint every "
+                             f"{self.checkpoint_every:,} and {len(self.kills)} kill(s) are "
+                             f"more than {MAX_REPLAY_SEGMENTS:,} segments to replay")
+        return self
 
 
 Record = TrainStep | TrainSummary | LayerTimes | Collective | Checkpoint | Restart | SupervisedRun
@@ -316,13 +506,13 @@ def parse_record(data: Any, *, source: str, line: int | None = None) -> Record:
         raise ScenarioError("record has no schema_version", source=source, line=line,
                             field="schema_version")
     if version != SCHEMA_VERSION or isinstance(version, bool):
-        raise ScenarioError(f"unknown schema version {version!r} (this testbed reads "
+        raise ScenarioError(f"unknown schema version {repr(version)[:40]} (this testbed reads "
                             f"version {SCHEMA_VERSION})", source=source, line=line,
                             field="schema_version")
     kind = data.get("kind")
-    if kind not in _BY_KIND:
-        raise ScenarioError(f"unknown record kind {kind!r}; known: {', '.join(RECORD_KINDS)}",
-                            source=source, line=line, field="kind")
+    if not isinstance(kind, str) or kind not in _BY_KIND:
+        raise ScenarioError(f"unknown record kind {repr(kind)[:40]}; known: "
+                            f"{', '.join(RECORD_KINDS)}", source=source, line=line, field="kind")
     bad = _non_finite(data)
     if bad:
         raise ScenarioError("must be a finite number (not inf or nan)", source=source,

@@ -26,15 +26,17 @@ PURPOSES: dict[str, int] = {
     # a simulated job, per replication
     "failures": 1, "causes": 2, "nodes": 3, "bursts": 4, "lifecycle": 5, "repairs": 6,
     "diagnosis": 7, "selection": 8, "costs": 9, "classes": 10, "idle": 11,
+    "regeneration": 12,
     # an HPO run (simulated or real)
     "hpo.sampler": 21, "hpo.failures": 22, "hpo.objective": 23, "hpo.tpe": 24,
-    "hpo.trial_seed": 25,
+    "hpo.trial_seed": 25, "hpo.bracket": 26,
     # real training runs (real_runs/)
     "run.data": 31, "run.shuffle": 32, "run.init": 33, "run.python": 34,
     "run.numpy_global": 35, "run.framework": 36, "run.kills": 37, "run.damage": 38,
+    "run.ckpt_payload": 39,
     "precision.weights": 41, "precision.batches": 42, "precision.rounding_train": 43,
     "precision.rounding_test": 44, "precision.split": 45, "trial.split": 46,
-    "trial.epoch_order": 47,
+    "trial.epoch_order": 47, "precision.bootstrap": 48, "precision.permutation": 49,
     # seeds derived for other runs
     "sweep.point": 51,
 }

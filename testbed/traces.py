@@ -25,18 +25,45 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
-from testbed.errors import ScenarioError
-from testbed.io.read import read_text
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from testbed.errors import InputError, ScenarioError
+from testbed.io.read import parse_csv, read_text
+from testbed.io.schema import (
+    Duration,
+    Line,
+    number_in,
+    validate,
+    validate_records,
+    whole_in,
+    whole_value,
+)
 from testbed.io.write import write_text
-from testbed.units import parse_duration_s
 
 COLUMNS = ("time_s", "node", "cause", "repair_s")
 FTA_COLUMNS = ("event_id", "component_id", "node_id", "platform_id", "node_name", "event_type",
                "event_start_time", "event_stop_time", "event_end_reason")
+
+
+#: Most nodes a trace may name (a node index beyond it is a typo, not a machine).
+MAX_TRACE_NODE = 10**9
+
+
+def _lines(text: str):
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            yield lineno, line
+
+
+def _node(value: Any) -> int:
+    try:
+        return whole_value(value, 0, MAX_TRACE_NODE)
+    except ValueError as exc:
+        raise ValueError(f"node {str(value)[:30]!r}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -49,69 +76,56 @@ class TraceRow:
     repair_s: float | None
 
 
-def _lines(text: str):
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if line.strip() and not line.lstrip().startswith("#"):
-            yield lineno, line
+class TraceRecord(BaseModel):
+    """One row of a testbed trace as written (the CSV's columns, every cell a bounded
+    type): a time and repair of at most 1000 years (units allowed), a node index,
+    a cause of one line."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    time_s: Duration
+    node: Annotated[int, BeforeValidator(_node)]
+    cause: Line = Field(min_length=1)
+    repair_s: Duration | None = None
+
+    def row(self) -> TraceRow:
+        return TraceRow(self.time_s, self.node, self.cause.strip(), self.repair_s)
 
 
-def _row(line: str, source: str, lineno: int) -> list[str]:
-    try:
-        return next(csv.reader([line]))
-    except csv.Error as exc:
-        raise ScenarioError(f"not CSV: {exc}", source=source, line=lineno) from None
+def _uncommented(text: str) -> str:
+    """The text with ``#`` comment lines blanked (line numbers stay those of the file)."""
+    return "\n".join("" if line.lstrip().startswith("#") else line
+                     for line in text.splitlines())
 
 
 def parse_trace(text: str, *, source: str = "<trace>") -> list[TraceRow]:
-    """Parse the testbed CSV trace format; errors name ``source``, line and column."""
-    numbered = list(_lines(text))
-    if not numbered:
+    """Parse the testbed CSV trace format through the boundary's CSV reader (duplicate
+    columns refused) and :class:`TraceRecord`; errors name ``source``, line and column."""
+    body = _uncommented(text)
+    if not body.strip():
         raise ScenarioError("trace is empty (needs a header time_s,node,cause,repair_s)",
                             source=source)
-    header_line, header = numbered[0]
-    cols = [c.strip() for c in _row(header, source, header_line)]
-    missing = [c for c in COLUMNS[:3] if c not in cols]
+    try:
+        rows = list(parse_csv(body, source=source, strip=True))
+    except InputError as exc:
+        raise ScenarioError(exc.message, source=source, field=exc.field, line=exc.line) \
+            from None
+    header_line = next(n for n, line in enumerate(body.splitlines(), 1) if line.strip())
+    header = next(csv.reader([body.splitlines()[header_line - 1]]))
+    missing = [c for c in COLUMNS[:3] if c not in [h.strip() for h in header]]
     if missing:
         raise ScenarioError(f"header must name columns {','.join(COLUMNS)} (missing "
                             f"{', '.join(missing)})", source=source, line=header_line)
-    idx = {c: cols.index(c) for c in COLUMNS if c in cols}
-    rows: list[TraceRow] = []
-    last_t = 0.0
-    for lineno, line in numbered[1:]:
-        rec = _row(line, source, lineno)
-        if len(rec) != len(cols):
-            raise ScenarioError(f"expected {len(cols)} fields, found {len(rec)}",
-                                source=source, line=lineno)
-        try:
-            t = parse_duration_s(rec[idx["time_s"]].strip())
-        except ScenarioError:
-            raise
-        except Exception as exc:
-            raise ScenarioError(getattr(exc, "message", str(exc)), source=source, line=lineno,
-                                field="time_s") from None
-        if t < last_t:
-            raise ScenarioError(f"rows are not sorted by time: {t} after {last_t}",
-                                source=source, line=lineno, field="time_s")
-        last_t = t
-        try:
-            node = int(rec[idx["node"]].strip())
-            if node < 0:
-                raise ValueError
-        except ValueError:
-            raise ScenarioError(f"node {rec[idx['node']]!r} is not an integer >= 0",
-                                source=source, line=lineno, field="node") from None
-        cause = rec[idx["cause"]].strip()
-        if not cause:
-            raise ScenarioError("empty cause", source=source, line=lineno, field="cause")
-        repair = None
-        if "repair_s" in idx and rec[idx["repair_s"]].strip():
-            try:
-                repair = parse_duration_s(rec[idx["repair_s"]].strip())
-            except Exception as exc:
-                raise ScenarioError(getattr(exc, "message", str(exc)), source=source,
-                                    line=lineno, field="repair_s") from None
-        rows.append(TraceRow(t, node, cause, repair))
-    return rows
+    out: list[TraceRow] = []
+    for line, record in validate_records(TraceRecord, (
+            (n, {k: v for k, v in r.items() if v}) for n, r in rows),
+            source=source, what="trace row"):
+        row = record.row()
+        if out and row.t_s < out[-1].t_s:
+            raise ScenarioError(f"rows are not sorted by time: {row.t_s} after "
+                                f"{out[-1].t_s}", source=source, line=line, field="time_s")
+        out.append(row)
+    return out
 
 
 def load_trace(path: str | Path, *, field: str | None = None,
@@ -160,22 +174,33 @@ def _fta_table(numbered: list[tuple[int, str]], source: str
     return numbered, delim, cols
 
 
-def _fta_event(rec: list[str], ix: dict[str, int], source: str, lineno: int
-               ) -> tuple[int, float, float]:
-    """(event type, start, stop) of one row, refused unless finite and ordered."""
-    try:
-        etype = int(rec[ix["event_type"]])
-        start = float(rec[ix["event_start_time"]])
-        stop = float(rec[ix["event_stop_time"]])
-        if not (math.isfinite(start) and math.isfinite(stop)):
-            raise ValueError
-    except ValueError:
-        raise ScenarioError("event_type, event_start_time and event_stop_time must be "
-                            "finite numbers", source=source, line=lineno) from None
-    if stop < start:
+#: Latest FTA time accepted: epoch seconds up to the year 2200 (the archive's traces run
+#: from the 1990s to the 2010s; a larger value is not a time in seconds).
+MAX_FTA_EPOCH_S = 7.3e9
+
+
+class FtaEvent(BaseModel):
+    """The cells of an ``event_trace`` row the importer reads, bounded: epoch seconds
+    within :data:`MAX_FTA_EPOCH_S`, a whole event type, a node id of one line."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    node_id: Line = Field(min_length=1)
+    event_type: Annotated[int, whole_in(-1000, 1000)]
+    event_start_time: Annotated[float, number_in(0.0, MAX_FTA_EPOCH_S, "s")]
+    event_stop_time: Annotated[float, number_in(0.0, MAX_FTA_EPOCH_S, "s")]
+    event_end_reason: Line = ""
+    platform_id: Line = ""
+
+
+def _fta_event(rec: list[str], cols: list[str], source: str, lineno: int) -> FtaEvent:
+    """One row, validated (finite, in range, stop not before start)."""
+    data = {c: v for c, v in zip(cols, rec, strict=False) if v != ""}
+    event = validate(FtaEvent, data, source=source, what="event_trace row", line=lineno)
+    if event.event_stop_time < event.event_start_time:
         raise ScenarioError("event_stop_time must be >= event_start_time", source=source,
                             line=lineno, field="event_stop_time")
-    return etype, start, stop
+    return event
 
 
 def import_fta_event_trace(text: str, *, source: str = "<event_trace>",
@@ -190,22 +215,27 @@ def import_fta_event_trace(text: str, *, source: str = "<event_trace>",
     Rows may be tab- or comma-separated.
     """
     numbered, delim, cols = _fta_table(list(_lines(text)), source)
-    ix = {c: cols.index(c) for c in cols}
+    seen: dict[str, int] = {}
+    for i, name in enumerate(cols, start=1):
+        if name in seen:
+            raise ScenarioError(f"column {name!r} appears twice in the header (columns "
+                                f"{seen[name]} and {i})", source=source, field=name, line=1)
+        seen[name] = i
     raw = []
     for lineno, line in numbered:
         rec = [c.strip() for c in line.split(delim)]
         if len(rec) < len(cols):
             raise ScenarioError(f"expected {len(cols)} fields, found {len(rec)}", source=source,
                                 line=lineno)
-        if platform_id is not None and "platform_id" in ix and \
-                rec[ix["platform_id"]] != str(platform_id):
+        event = _fta_event(rec, cols, source, lineno)
+        if platform_id is not None and "platform_id" in cols and \
+                event.platform_id != str(platform_id):
             continue
-        etype, start, stop = _fta_event(rec, ix, source, lineno)
-        if etype != 0:
+        if event.event_type != 0:
             continue
-        reason = rec[ix["event_end_reason"]] if "event_end_reason" in ix and \
-            len(rec) > ix["event_end_reason"] else ""
-        raw.append((start, rec[ix["node_id"]], stop - start, reason or "unknown", lineno))
+        raw.append((event.event_start_time, event.node_id,
+                    event.event_stop_time - event.event_start_time,
+                    event.event_end_reason or "unknown", lineno))
     if not raw:
         raise ScenarioError("event_trace has no unavailability (event_type 0) rows",
                             source=source)
@@ -213,7 +243,11 @@ def import_fta_event_trace(text: str, *, source: str = "<event_trace>",
     t0 = raw[0][0]
     nodes: dict[str, int] = {}
     rows = []
-    for start, node_id, dur, reason, _ in raw:
+    for start, node_id, dur, reason, lineno in raw:
         node = nodes.setdefault(node_id, len(nodes))
-        rows.append(TraceRow(start - t0, node, f"fta:{reason}", dur))
+        # the row the importer writes must be one `traces check` reads back
+        record = validate(TraceRecord, {"time_s": start - t0, "node": node,
+                                        "cause": f"fta:{reason}", "repair_s": dur},
+                          source=source, what="imported failure", line=lineno)
+        rows.append(record.row())
     return rows

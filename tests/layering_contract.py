@@ -47,7 +47,7 @@ ENGINE_PACKAGES = ("simulators", "real_runs")
 APP_FLOORS: tuple[tuple[str, ...], ...] = (
     ("testbed.app.progress", "testbed.app.results_db", "testbed.app.resolve"),
     ("testbed.app.sweep", "testbed.app.hpo"),
-    ("testbed.app.report",),
+    ("testbed.app.report", "testbed.app.study"),
     ("testbed.app.cli", "testbed.app", "testbed.__main__"),
 )
 FRAMEWORKS = {"torch", "tensorflow", "keras", "chainer", "cupy", "jax"}

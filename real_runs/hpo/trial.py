@@ -126,9 +126,12 @@ def train(task: dict[str, Any], data, emit: Callable[[dict], None],
           pause: Callable[[], None] | None = None) -> None:
     """Train ``task['config']`` from epoch ``from_epoch`` to ``to_epoch``.
 
-    ``emit`` gets one record per epoch (``epoch``, ``value``, ``accuracy``,
-    ``epoch_s``, ``ckpt_s``); at ``kill_at_epoch`` the epoch is reported *before* its
-    checkpoint and ``pause()`` is called, where the supervisor kills the process.
+    ``emit`` gets, per epoch, an ``epoch`` record (``epoch``, ``value``, ``accuracy``,
+    ``epoch_s``) as soon as the epoch is evaluated and, when the epoch is
+    checkpointed, a ``ckpt`` record (``epoch``, ``ckpt_s``) once the checkpoint is on
+    disk — so whoever keeps the records never has a checkpoint without its epoch's
+    value. At ``kill_at_epoch`` ``pause()`` is called after the epoch's record and
+    before its checkpoint: there the supervisor kills the process.
     """
     import torch
     import torch.nn.functional as F
@@ -157,14 +160,25 @@ def train(task: dict[str, Any], data, emit: Callable[[dict], None],
             opt.step()
         model.eval()
         loss, acc = _evaluate(model, xva, yva)
-        epoch_s = time.perf_counter() - t0
-        record = {"kind": "epoch", "epoch": e, "value": loss, "accuracy": acc,
-                  "epoch_s": epoch_s, "ckpt_s": 0.0, "ckpt": False}
+        emit({"kind": "epoch", "epoch": e, "value": loss, "accuracy": acc,
+              "epoch_s": time.perf_counter() - t0})
         if task.get("kill_at_epoch") == e and pause is not None:
-            emit(record)
             pause()
         if e < top and ((every and e % every == 0) or e == b):
             t1 = time.perf_counter()
             _save(folder, e, model, opt)
-            record.update(ckpt_s=time.perf_counter() - t1, ckpt=True)
-        emit(record)
+            emit({"kind": "ckpt", "epoch": e, "ckpt_s": time.perf_counter() - t1})
+
+
+def merge_records(records: list[dict]) -> list[dict]:
+    """Per epoch, one record (``epoch``, ``value``, ``accuracy``, ``epoch_s``, ``ckpt_s``,
+    ``ckpt``, ``t``) from the ``epoch`` and ``ckpt`` records of :func:`train`, in order."""
+    out: list[dict] = []
+    for rec in records:
+        if rec.get("kind") == "epoch":
+            out.append({**rec, "ckpt_s": 0.0, "ckpt": False})
+        elif rec.get("kind") == "ckpt" and out and out[-1]["epoch"] == rec["epoch"]:
+            out[-1].update(ckpt=True, ckpt_s=rec["ckpt_s"], t=rec.get("t", out[-1].get("t")))
+    for rec in out:
+        rec.pop("kind", None)
+    return out

@@ -3,12 +3,26 @@
 :func:`run_attempt` is what a pool worker (a local process or an MPI rank of
 ``mpi4py.futures``) executes for the driver. The worker imports PyTorch and loads
 the digits once; for each attempt it forks a child — a new process with its own
-pid, holding no state from earlier attempts — that trains and streams one JSON
-record per epoch through a pipe. The worker is the child's supervisor: at the
-attempt's ``kill_at_epoch`` (the child reports the epoch, then waits before its
-checkpoint) or after ``kill_at_s`` seconds it sends SIGKILL to the child, for real.
-A child dies with its worker, and a local worker with the driver
+pid, holding no state from earlier attempts — that trains and streams its records
+(an epoch's value, a checkpoint on disk) through a pipe. The worker is the child's
+supervisor: at the attempt's ``kill_at_epoch`` (the child reports the epoch, then
+waits before its checkpoint) or after ``kill_at_s`` seconds it sends SIGKILL to the
+child, for real. A child dies with its worker, and a local worker with the driver
 (``PR_SET_PDEATHSIG``), so a killed driver leaves no trial running behind it.
+
+**The journal.** The child also appends every record, as it happens, to the attempt's
+journal (``task['journal']``, one JSON line each, ``O_APPEND``), so that what an
+attempt did survives a driver that is killed before the attempt's result reaches it:
+a rerun reads the journals of the attempts that were running (see
+:mod:`testbed.app.hpo.driver`). An epoch's record is written before its checkpoint,
+so a checkpoint on disk always has its epoch's value in the journal; a line cut short
+by the kill is ignored by the reader.
+
+**Times.** Every record carries ``t``: seconds since this worker received the task,
+on the worker's own monotonic clock (the child is a fork on the same machine). Only
+such per-process differences leave the machine: under MPI the driver and its workers
+may be on different nodes, whose monotonic clocks are unrelated, so the driver places
+a record at (when it submitted the attempt, on its clock) + ``t``.
 
 The worker itself never trains (it imports PyTorch and builds a throw-away model
 and optimizers on one thread, so that their lazy imports are paid once, and never
@@ -67,11 +81,19 @@ def warm_and_wait(_: int) -> int:
     return os.getpid()
 
 
-def _child(task: dict[str, Any], data, fd: int) -> None:
+def _child(task: dict[str, Any], data, fd: int, received: float) -> None:
     from real_runs.hpo.trial import train
+    journal = task.get("journal")
+    jfd = None
+    if journal:
+        os.makedirs(os.path.dirname(journal), exist_ok=True)
+        jfd = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def emit(rec: dict) -> None:
-        os.write(fd, (json.dumps({**rec, "t": time.time()}) + "\n").encode())
+        line = (json.dumps({**rec, "t": time.monotonic() - received}) + "\n").encode()
+        if jfd is not None and rec.get("kind") in ("epoch", "ckpt"):
+            os.write(jfd, line)
+        os.write(fd, line)
 
     def pause() -> None:
         emit({"kind": "awaiting_kill"})
@@ -86,8 +108,9 @@ def _child(task: dict[str, Any], data, fd: int) -> None:
 
 def run_attempt(task: dict[str, Any]) -> dict[str, Any]:
     """Run one attempt (see the module docstring); never raises for a trial's fault."""
+    from real_runs.hpo.trial import merge_records
     data = warm()
-    received = time.time()
+    received = time.monotonic()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:                                  # the trial's own process
@@ -95,7 +118,7 @@ def run_attempt(task: dict[str, Any]) -> dict[str, Any]:
         die_with_parent()
         code = 0
         try:
-            _child(task, data, w)
+            _child(task, data, w, received)
         except BaseException:   # noqa: BLE001 - the child must never return into the pool
             code = 4
         os._exit(code)
@@ -103,7 +126,7 @@ def run_attempt(task: dict[str, Any]) -> dict[str, Any]:
     records, killed, buf = [], False, b""
     deadline = received + task["kill_at_s"] if task.get("kill_at_s") is not None else None
     while True:
-        timeout = None if deadline is None else max(deadline - time.time(), 0.0)
+        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
         ready, _, _ = select.select([r], [], [], timeout)
         if not ready:                             # kill_at_s reached
             os.kill(pid, signal.SIGKILL)
@@ -134,6 +157,6 @@ def run_attempt(task: dict[str, Any]) -> dict[str, Any]:
         if error is None:
             error = f"trial process ended with status {status}"
     return {"status": outcome, "error": error, "pid": pid, "host": socket.gethostname(),
-            "received": received, "ended": time.time(),
+            "ended": time.monotonic() - received,
             "ready": next((rec["t"] for rec in records if rec["kind"] == "ready"), None),
-            "epochs": [rec for rec in records if rec["kind"] == "epoch"]}
+            "epochs": merge_records(records)}

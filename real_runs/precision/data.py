@@ -16,11 +16,14 @@ and 2001–2010 for testing (the SST series ends in 2010). It is a *count* task:
 network regresses the count (the conditional mean, like climatology), the forecast is
 that value rounded to a whole non-negative count, scored by exact-count accuracy and
 mean absolute error in storms. The no-skill forecast is climatology: the month's mean
-count over the training years, rounded the same way.
+count over the training years, rounded the same way; persistence (last month's count)
+and zero are the other baselines. The test months are bootstrapped by year, and the
+data's gaps are disclosed (:func:`hurricane_disclosures`). ``hurricanes-1979`` is the
+same task trained on 1979–2000 only, the years with complete storm records.
 
 **digits**: the 1797 8×8 handwritten digits bundled with scikit-learn (no download),
-64 grey levels 0…16, ten classes; a fixed shuffled 75/25 split. No-skill forecast:
-the most frequent training class.
+17 grey levels 0…16, ten classes; a fixed shuffled 75/25 split. No-skill forecast:
+the most frequent training class; the nearest class mean is a baseline with skill.
 
 **FILE.csv** with ``--target COLUMN``: every other column is an input and must be
 numeric. A target of integers with at most :data:`MAX_CLASSES` distinct values is a
@@ -45,6 +48,13 @@ HURRICANE_FILE = "atlantic_monthly_1975_2022"
 HURRICANE_TARGETS = ("hurricanes", "named_storms")
 #: Training and test target years (inclusive); SST ends in 2010 (README).
 TRAIN_YEARS, TEST_YEARS = (1976, 2000), (2001, 2010)
+#: The first year whose storms are complete: "Storms from 1979
+#: onward are measured every six hours during the lifetime of the storm. Storms in
+#: earlier years have some missing data." (dplyr, ``?storms``, the source's documentation)
+COMPLETE_FROM = 1979
+#: Hurricanes of the 1995 Atlantic season (NHC's season summary: 19 named storms, 11
+#: hurricanes, 5 major), against which the file's monthly counts of 1995 are summed.
+SEASON_1995_HURRICANES = 11
 #: History lags (months) of the count inputs: the two months before, a year before.
 COUNT_LAGS = (1, 2, 12)
 #: Most distinct integer target values a CSV target may have to count as classes.
@@ -55,7 +65,7 @@ TEST_FRACTION = 0.25
 SPLIT_SEED = 20_250_101
 #: Fewest rows a CSV data set needs (so both splits have a few).
 MIN_ROWS = 8
-DATASETS = ("hurricanes", "digits")
+DATASETS = ("hurricanes", "digits", "breast-cancer")
 
 Task = Literal["classification", "regression", "count"]
 
@@ -75,7 +85,12 @@ class StudyData:
     ``y_test`` holds target values. For a classification ``y_train`` holds class
     indices into ``class_values`` (the target value of each class, from the training
     set); for a regression or a count task it holds target values (a count forecast is
-    rounded to a whole non-negative count before it is scored)."""
+    rounded to a whole non-negative count before it is scored).
+
+    ``baselines`` are the reference forecasts a network with skill must beat (the
+    no-skill forecast first); ``blocks`` labels each test item with the unit a
+    bootstrap resamples (the item itself, or for a time series its year);
+    ``disclosures`` say what the data cannot show."""
 
     name: str
     task: Task
@@ -88,21 +103,42 @@ class StudyData:
     no_skill: NoSkill
     class_values: tuple[float, ...] = ()
     split: str = ""
+    baselines: tuple[NoSkill, ...] = ()
+    blocks: np.ndarray | None = None
+    block_name: str = "test item"
+    disclosures: tuple[str, ...] = ()
 
     @property
     def classes(self) -> int:
         return len(self.class_values)
 
+    @property
+    def references(self) -> tuple[NoSkill, ...]:
+        """The baselines (the no-skill forecast alone when none were given)."""
+        return self.baselines or (self.no_skill,)
+
+    @property
+    def test_blocks(self) -> np.ndarray:
+        return self.blocks if self.blocks is not None else np.arange(len(self.y_test))
+
 
 def load_dataset(dataset: str, target: str | None = None) -> StudyData:
-    """The data set called ``dataset`` (hurricanes, digits) or read from a CSV path."""
+    """The data set called ``dataset`` (hurricanes, digits, breast-cancer) or read from a
+    CSV path."""
     if dataset == "hurricanes":
         return hurricanes(target or "hurricanes")
+    if dataset == "hurricanes-1979":
+        return hurricanes(target or "hurricanes", first_train_year=COMPLETE_FROM)
     if dataset == "digits":
         if target is not None:
             raise InputError("digits has a fixed target (the digit); drop --target",
                              field="--target")
         return digits()
+    if dataset == "breast-cancer":
+        if target is not None:
+            raise InputError("breast-cancer has a fixed target (the diagnosis); drop --target",
+                             field="--target")
+        return breast_cancer()
     if dataset.lower().endswith(".csv") or Path(dataset).exists():
         if not target:
             raise InputError("a CSV data set needs --target COLUMN", field="--target")
@@ -143,8 +179,10 @@ def _shuffled_split(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(order[n_test:]), np.sort(order[:n_test])
 
 
-def hurricanes(target: str = "hurricanes") -> StudyData:
-    """The monthly hurricane-count forecast (see the module docstring)."""
+def hurricanes(target: str = "hurricanes", first_train_year: int = TRAIN_YEARS[0]
+               ) -> StudyData:
+    """The monthly hurricane-count forecast (see the module docstring); training from
+    ``first_train_year`` (``COMPLETE_FROM`` leaves out the years with missing fixes)."""
     from testbed.io.packaged import named_file
     from testbed.io.read import read_csv
 
@@ -183,18 +221,66 @@ def hurricanes(target: str = "hurricanes") -> StudyData:
                 months.append(month)
         return np.array(x), np.array(y), np.array(months)
 
-    x_train, y_train, m_train = split(TRAIN_YEARS)
+    train_years = (first_train_year, TRAIN_YEARS[1])
+    if not TRAIN_YEARS[0] <= first_train_year < TRAIN_YEARS[1]:
+        raise InputError(f"training must start in {TRAIN_YEARS[0]}…{TRAIN_YEARS[1] - 1}, "
+                         f"not {first_train_year}", field="first_train_year")
+    x_train, y_train, m_train = split(train_years)
     x_test, y_test, m_test = split(TEST_YEARS)
-    mean_by_month = {m: y_train[m_train == m].mean() for m in range(1, 13)}
-    climatology = np.array([mean_by_month[m] for m in m_test])
+    baselines = _count_baselines(y_train, m_train, m_test, x_test, train_years)
     features = tuple(["month_sin", "month_cos", "nino12_sst_prev_c"]
                      + [f"{target}_lag{lag}" for lag in COUNT_LAGS])
+    name = "hurricanes" if first_train_year == TRAIN_YEARS[0] else f"hurricanes-{first_train_year}"
     return StudyData(
-        name="hurricanes", task="count", target=target, features=features,
+        name=name, task="count", target=target, features=features,
         x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test,
-        no_skill=NoSkill(f"climatology: the month's mean count over {TRAIN_YEARS[0]}–"
-                         f"{TRAIN_YEARS[1]}, rounded", climatology),
-        split=f"train {TRAIN_YEARS[0]}–{TRAIN_YEARS[1]}, test {TEST_YEARS[0]}–{TEST_YEARS[1]}")
+        no_skill=baselines[0], baselines=baselines,
+        blocks=np.repeat(np.arange(TEST_YEARS[0], TEST_YEARS[1] + 1), 12), block_name="year",
+        disclosures=hurricane_disclosures(by_month, source, target, train_years),
+        split=f"train {train_years[0]}–{train_years[1]}, test {TEST_YEARS[0]}–{TEST_YEARS[1]}")
+
+
+def _count_baselines(y_train: np.ndarray, m_train: np.ndarray, m_test: np.ndarray,
+                     x_test: np.ndarray, train_years: tuple[int, int]) -> tuple[NoSkill, ...]:
+    """Climatology (the no-skill forecast), persistence and zero for the test months."""
+    mean_by_month = {m: y_train[m_train == m].mean() for m in range(1, 13)}
+    climatology = NoSkill(f"climatology: the month's mean count over {train_years[0]}–"
+                          f"{train_years[1]}, rounded",
+                          np.array([mean_by_month[m] for m in m_test]))
+    persistence = NoSkill("persistence: last month's count",
+                          x_test[:, 3 + COUNT_LAGS.index(1)].copy())
+    zero = NoSkill("zero: no hurricane in any month", np.zeros(len(m_test)))
+    return climatology, persistence, zero
+
+
+def hurricane_disclosures(by_month: dict, source: str, target: str,
+                          train_years: tuple[int, int]) -> tuple[str, ...]:
+    """What the hurricane series cannot show, with the figures from the file itself."""
+    def total(year: int, column: str) -> int:
+        return int(sum(_number(by_month[(year, m)][1][column], source=source,
+                               line=by_month[(year, m)][0], column=column)
+                       for m in range(1, 13)))
+
+    years = range(train_years[0], train_years[1] + 1)
+    early = [y for y in years if y < COMPLETE_FROM]
+    history = train_years[0] - 1
+    sst_end = max(y for (y, m), (_, row) in by_month.items() if row["nino12_sst_c"].strip())
+    where = (f"training years {early[0]}–{early[-1]} ({len(early)} of {len(years)}) and "
+             f"{history} (history for the lags) come from those years; the sensitivity run "
+             f"trains on {COMPLETE_FROM}–{train_years[1]} only" if early else
+             f"no training year is earlier; {history} enters as history for the lags only")
+    out = [f"Missing data before {COMPLETE_FROM}: HURDAT2's storms subset measures storms "
+           f"every six hours from {COMPLETE_FROM} on, and 'storms in earlier years have some "
+           f"missing data' (dplyr's storms documentation): {where}."]
+    out.append(f"A storm active in two calendar months counts in both: the {target} column "
+               f"counts distinct storms per month, not storms per season (1995's months sum to "
+               f"{total(1995, 'hurricanes')} hurricanes; the season had "
+               f"{SEASON_1995_HURRICANES}, NHC), so monthly counts are not independent "
+               "events and a year's months are resampled together (block bootstrap by year).")
+    out.append(f"Niño 1+2 SST ends in {sst_end}: the test years stop at {TEST_YEARS[1]}, "
+               f"{12 * (TEST_YEARS[1] - TEST_YEARS[0] + 1)} months in "
+               f"{TEST_YEARS[1] - TEST_YEARS[0] + 1} blocks, so intervals are wide.")
+    return tuple(out)
 
 
 def digits() -> StudyData:
@@ -209,13 +295,85 @@ def digits() -> StudyData:
     y = np.asarray(bunch.target, dtype=np.int64)
     train, test = _shuffled_split(len(y))
     classes = tuple(float(c) for c in range(10))
+    majority = _most_frequent(y[train], len(test), classes)
+    levels = np.unique(x)
     return StudyData(
         name="digits", task="classification", target="digit",
         features=tuple(f"pixel_{r}_{c}" for r in range(8) for c in range(8)),
         x_train=x[train], y_train=y[train], x_test=x[test], y_test=y[test].astype(np.float64),
-        no_skill=_most_frequent(y[train], len(test), classes),
+        no_skill=majority, baselines=(majority, _nearest_mean(x[train], y[train], x[test])),
         class_values=classes,
+        disclosures=(_exact_levels(levels),),
         split=f"shuffled {1 - TEST_FRACTION:.0%}/{TEST_FRACTION:.0%} (seed {SPLIT_SEED})")
+
+
+def _exact_levels(levels: np.ndarray) -> str:
+    """Which float formats store every grey level exactly (computed, not assumed)."""
+    from testbed.precision import to_bfloat16, to_float16, truncate_mantissa
+    exact = [name for name, fn in (("fp16", to_float16), ("bf16", to_bfloat16))
+             if np.array_equal(fn(levels), levels)]
+    bits = next(m for m in range(53) if np.array_equal(truncate_mantissa(levels, m), levels))
+    return (f"The pixels are {len(levels)} integer grey levels {levels.min():g}…"
+            f"{levels.max():g}: {' and '.join(exact) or 'no float format'} store every one "
+            f"exactly, as does mantM from M = {bits}, so only intK and mantM below {bits} "
+            "bits change these inputs; a drop can only show there.")
+
+
+def _nearest_mean(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray,
+                  what: str = "training images", scaled: bool = False) -> NoSkill:
+    """The class whose mean training input is nearest (Euclidean; ``scaled``: after
+    standardising each feature with the training mean and spread): a model-free
+    baseline that has skill, so the network must beat more than chance."""
+    if scaled:
+        centre, spread = x_train.mean(axis=0), x_train.std(axis=0)
+        spread = np.where(spread > 0, spread, 1.0)
+        x_train, x_test = (x_train - centre) / spread, (x_test - centre) / spread
+    classes = np.unique(y_train)
+    means = np.stack([x_train[y_train == c].mean(axis=0) for c in classes])
+    dist = ((x_test[:, None, :] - means[None, :, :]) ** 2).sum(axis=2)
+    return NoSkill(f"nearest class mean ({what}, fp64)",
+                   classes[np.argmin(dist, axis=1)].astype(np.float64))
+
+
+def breast_cancer() -> StudyData:
+    """scikit-learn's bundled Wisconsin diagnostic breast-cancer data (no download): 569
+    tumours, 30 real-valued measurements each, malignant (0) or benign (1); the fixed
+    shuffled split. Unlike digits' integer pixels, fp16 and bf16 do round these inputs."""
+    try:
+        from sklearn.datasets import load_breast_cancer
+    except ImportError:   # pragma: no cover - scikit-learn is a dependency
+        raise InputError("the breast-cancer data set needs scikit-learn", field="--dataset"
+                         ) from None
+    bunch = load_breast_cancer()
+    x = np.asarray(bunch.data, dtype=np.float64)
+    y = np.asarray(bunch.target, dtype=np.int64)
+    train, test = _shuffled_split(len(y))
+    classes = (0.0, 1.0)
+    majority = _most_frequent(y[train], len(test), classes)
+    return StudyData(
+        name="breast-cancer", task="classification", target="benign",
+        features=tuple(str(f).replace(" ", "_") for f in bunch.feature_names),
+        x_train=x[train], y_train=y[train], x_test=x[test], y_test=y[test].astype(np.float64),
+        no_skill=majority,
+        baselines=(majority, _nearest_mean(x[train], y[train], x[test],
+                                           "standardised measurements", scaled=True)),
+        class_values=classes,
+        disclosures=(_rounded_share(x), f"The test set has {len(test)} tumours: one "
+                     f"misclassified is {100 / len(test):.2f} points of accuracy."),
+        split=f"shuffled {1 - TEST_FRACTION:.0%}/{TEST_FRACTION:.0%} (seed {SPLIT_SEED})")
+
+
+def _rounded_share(x: np.ndarray) -> str:
+    """How much fp16 and bf16 change real-valued inputs (computed on the data)."""
+    from testbed.precision import to_bfloat16, to_float16
+    parts = []
+    for name, fn in (("fp16", to_float16), ("bf16", to_bfloat16)):
+        stored = fn(x)
+        nonzero = x != 0
+        rel = np.abs(stored[nonzero] - x[nonzero]) / np.abs(x[nonzero])
+        parts.append(f"{name} changes {100 * np.mean(stored != x):.0f}% of the values "
+                     f"(largest relative error {rel.max():.2g})")
+    return ("The 30 inputs are real-valued measurements: " + "; ".join(parts) + ".")
 
 
 def _csv_columns(path: str, target: str) -> tuple[list[str], np.ndarray, np.ndarray]:

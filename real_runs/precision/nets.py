@@ -73,18 +73,46 @@ def batch_order(n: int, spec: NetSpec, seed: int) -> list[np.ndarray]:
     return batches
 
 
+#: One point of a learning curve: the epoch's mean training loss and the outputs on
+#: the test inputs at the epoch's end.
+CurvePoint = tuple[float, np.ndarray]
+
+
 def train_predict(framework: Framework, spec: NetSpec, weights: list[np.ndarray],
                   x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray,
-                  batches: list[np.ndarray], seed: int) -> np.ndarray:
+                  batches: list[np.ndarray], seed: int,
+                  curve: list[CurvePoint] | None = None) -> np.ndarray:
     """Train on float32 ``x_train`` and return the float32 outputs on ``x_test``
     (logits, or the standardised regression value); ``y_train`` holds int64 classes or
-    float32 standardised values."""
+    float32 standardised values. With ``curve`` (a list), every epoch's
+    :data:`CurvePoint` is appended to it (evaluating does not change the training)."""
     backend = {"torch": _torch, "tensorflow": _tensorflow, "chainer": _chainer}[framework]
-    return backend(spec, weights, x_train, y_train, x_test, batches, seed)
+    per_epoch = -(-len(x_train) // spec.batch_size)
+    return backend(spec, weights, x_train, y_train, x_test, batches, seed,
+                   _Curve(curve, per_epoch))
+
+
+class _Curve:
+    """Collects a learning curve: the losses of an epoch, then its end-of-epoch outputs."""
+
+    def __init__(self, points: list[CurvePoint] | None, per_epoch: int) -> None:
+        self.points = points
+        self.per_epoch = per_epoch
+        self.losses: list[float] = []
+
+    def step(self, loss_value, outputs) -> None:
+        """After one step: ``loss_value()`` and, at an epoch's end, ``outputs()``."""
+        if self.points is None:
+            return
+        self.losses.append(float(loss_value()))
+        if len(self.losses) == self.per_epoch:
+            self.points.append((float(np.mean(self.losses)), np.asarray(outputs())))
+            self.losses = []
 
 
 def _torch(spec: NetSpec, weights: list[np.ndarray], x_train: np.ndarray, y_train: np.ndarray,
-           x_test: np.ndarray, batches: list[np.ndarray], seed: int) -> np.ndarray:
+           x_test: np.ndarray, batches: list[np.ndarray], seed: int, curve: _Curve
+           ) -> np.ndarray:
     import torch
     from torch import nn
 
@@ -101,16 +129,23 @@ def _torch(spec: NetSpec, weights: list[np.ndarray], x_train: np.ndarray, y_trai
     optimizer = torch.optim.Adam(model.parameters(), lr=spec.learning_rate, eps=ADAM_EPSILON)
     loss_fn = nn.CrossEntropyLoss() if spec.task == "classification" else nn.MSELoss()
     x, y = torch.from_numpy(x_train), torch.from_numpy(y_train)
+    test = torch.from_numpy(x_test)
+
+    def outputs():
+        with torch.no_grad():
+            return model(test).numpy()
+
     for idx in batches:
         index = torch.from_numpy(idx)
         optimizer.zero_grad()
-        loss_fn(model(x[index]), y[index]).backward()
+        loss = loss_fn(model(x[index]), y[index])
+        loss.backward()
         optimizer.step()
-    with torch.no_grad():
-        return model(torch.from_numpy(x_test)).numpy()
+        curve.step(loss.item, outputs)
+    return outputs()
 
 
-def _tensorflow(spec, weights, x_train, y_train, x_test, batches, seed):
+def _tensorflow(spec, weights, x_train, y_train, x_test, batches, seed, curve: _Curve):
     from real_runs.backends.tf_backend import setup_determinism
     tf, keras = setup_determinism(seed)   # one thread, op determinism, seeded, fresh session
     layers = [keras.Input((spec.inputs,))]
@@ -130,10 +165,15 @@ def _tensorflow(spec, weights, x_train, y_train, x_test, batches, seed):
             loss = loss_fn(yb, model(xb, training=True))
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    def outputs():
+        return np.asarray(model(x_test, training=False))
 
     for idx in batches:
-        step(x_train[idx], y_train[idx])
-    return np.asarray(model(x_test, training=False))
+        loss = step(x_train[idx], y_train[idx])
+        curve.step(loss.numpy, outputs)
+    return outputs()
 
 
 def _stdlib_distutils() -> None:
@@ -151,14 +191,14 @@ def _stdlib_distutils() -> None:
     _distutils_hack.remove_shim()
 
 
-def _chainer(spec, weights, x_train, y_train, x_test, batches, seed):
+def _chainer(spec, weights, x_train, y_train, x_test, batches, seed, curve: _Curve):
     _stdlib_distutils()
     from real_runs.backends.chainer_backend import import_chainer
     chainer = import_chainer()   # cuDNN off, deterministic
     F, L = chainer.functions, chainer.links
     pairs = list(zip(weights[::2], weights[1::2], strict=True))
 
-    class MLP(chainer.ChainList):
+    class MLP(chainer.ChainList):  # type: ignore[name-defined]  # the lazily imported framework's
         def __init__(self):
             super().__init__(*[L.Linear(w.shape[0], w.shape[1], initialW=w.T.copy(),
                                         initial_bias=b.copy()) for w, b in pairs])
@@ -173,6 +213,11 @@ def _chainer(spec, weights, x_train, y_train, x_test, batches, seed):
     optimizer.setup(model)
     classify = spec.task == "classification"
     labels = y_train.astype(np.int32) if classify else y_train
+
+    def outputs():
+        with chainer.using_config("train", False), chainer.no_backprop_mode():
+            return np.asarray(model(x_test).array)
+
     for idx in batches:
         model.cleargrads()
         out = model(x_train[idx])
@@ -180,5 +225,5 @@ def _chainer(spec, weights, x_train, y_train, x_test, batches, seed):
                 else F.mean_squared_error(out, labels[idx]))
         loss.backward()
         optimizer.update()
-    with chainer.using_config("train", False), chainer.no_backprop_mode():
-        return np.asarray(model(x_test).array)
+        curve.step(lambda loss=loss: loss.array, outputs)
+    return outputs()

@@ -3,9 +3,11 @@
 Trials compete for GPUs, cores and memory on the cluster's nodes; the decisions
 (which trial, where, what a failure means) are the shared
 :class:`~testbed.hpo.controller.Controller`'s, so a simulated schedule and a real one
-follow the same rules. This module only moves the clock: each started attempt gets one
-heap entry — its end, or the failure that strikes first — and node failures and
-repairs are entries of their own. Events at the same instant are all applied before
+follow the same rules. This module only moves the clock (a
+:class:`~testbed.hpo.protocols.SimClock` the controller reads): each started attempt
+gets one heap entry — its end, or the failure that strikes first — plus, under a
+stopping scheduler, one for its next rung; node failures and repairs are entries of
+their own. Events at the same instant are all applied before
 the controller dispatches again; ties keep insertion order. Nothing is rebuilt per
 event: the heap holds only what is running, and an attempt killed by a node failure
 is dropped lazily when its entry comes up.
@@ -23,12 +25,13 @@ from dataclasses import dataclass, field
 
 from testbed.hpo.controller import Controller, Start
 from testbed.hpo.plan import HpoPlan
+from testbed.hpo.protocols import Sampler, SimClock
 from testbed.hpo.timing import Attempt
 from testbed.hpo.trace import HpoSummary, summarise, trace_text
 from testbed.scenario.hpo import Injection
 from testbed.streams import KeyedUniforms, generator
 
-END, FAIL, NODE_FAIL, NODE_UP = 0, 1, 2, 3
+END, FAIL, NODE_FAIL, NODE_UP, RUNG = 0, 1, 2, 3, 4
 #: Attempts per trial whose failure draws come from the shared block stream.
 ATTEMPTS_PER_ROW = 8
 
@@ -108,9 +111,10 @@ class _Injections:
 
 
 class _Sim:
-    def __init__(self, plan: HpoPlan, sampler, record: bool) -> None:
+    def __init__(self, plan: HpoPlan, sampler: Sampler, record: bool) -> None:
         self.plan = plan
-        self.ctl = Controller(plan, sampler, record=True)
+        self.clock = SimClock()
+        self.ctl = Controller(plan, sampler, self.clock, record=True)
         self.heap: list = []
         self.seq = 0
         self.draws = _Draws(plan)
@@ -156,7 +160,9 @@ class _Sim:
             t = ctl.trials[s.trial]
             att = Attempt(t.cost, s.a, s.b, t.top, self.every,
                           self.overrides.get((s.trial, s.attempt)))
-            s.extra = att
+            s.timeline = att
+            if s.stops:
+                self.push(s.t_s + att.offset_at_progress(s.stops[0]), RUNG, (s, 0))
             fail: tuple[float, str, int | None] | None = None
             inj = self.inject.first(s, att)
             if inj is not None:
@@ -170,19 +176,35 @@ class _Sim:
                 self.push(s.t_s + fail[0], FAIL, (s, fail))
 
     def kill(self, s: Start, now: float, cause: str, preempted: bool) -> list[Start]:
-        att: Attempt = s.extra
+        att = s.timeline
+        assert att is not None          # launch() gave every running attempt its timeline
         tau = now - s.t_s
         resume = att.resume_epoch(tau)
-        return self.ctl.fail(s, now, epoch=att.progress_at(tau), resume=resume,
+        return self.ctl.fail(s, epoch=att.progress_at(tau), resume=resume,
                              lost_s=tau - att.kept_s(resume), cause=cause,
                              preempted=preempted)
+
+    def rung(self, s: Start, i: int) -> None:
+        """Attempt ``s`` reached its ``i``-th rung: the scheduler judges it there."""
+        ctl = self.ctl
+        if s.token not in ctl.running:
+            return
+        t = ctl.trials[s.trial]
+        epoch = s.stops[i]
+        if ctl.milestone(s, epoch, self.objective.value(t.index, t.config, epoch)) \
+                and i + 1 < len(s.stops):
+            att = s.timeline
+            assert att is not None
+            self.push(s.t_s + att.offset_at_progress(s.stops[i + 1]), RUNG, (s, i + 1))
 
     def apply(self, now: float, kind: int, payload) -> None:
         ctl = self.ctl
         if kind == END:
             if payload.token in ctl.running:
                 t = ctl.trials[payload.trial]
-                ctl.finish(payload, now, self.objective.value(t.index, t.config, payload.b))
+                ctl.finish(payload, self.objective.value(t.index, t.config, payload.b))
+        elif kind == RUNG:
+            self.rung(*payload)
         elif kind == FAIL:
             s, (_, cause, inj) = payload
             if s.token in ctl.running:
@@ -194,14 +216,14 @@ class _Sim:
             self.next_node_failure()
         else:
             if now >= self.down_until[payload] and not ctl.cluster.is_up(payload):
-                ctl.node_up(payload, now)
+                ctl.node_up(payload)
 
     def node_fail(self, now: float, payload) -> None:
         _, node, cause, repair_s, until = payload
         ctl = self.ctl
         nodes = range(self.plan.nodes) if node < 0 else (node,)
         back = until if until is not None else now + repair_s
-        ctl.log_failure(now, node, cause, back - now)
+        ctl.log_failure(node, cause, back - now)
         for n in nodes:
             if not ctl.cluster.is_up(n):
                 continue
@@ -220,23 +242,24 @@ class _Sim:
         return not any(k == NODE_UP for _, _, k, _ in self.heap)
 
     def run(self) -> Controller:
-        ctl = self.ctl
-        ctl.start_log(0.0)
+        ctl, clock = self.ctl, self.clock
+        ctl.start_log()
         self.next_node_failure()
-        self.launch(ctl.dispatch(0.0))
-        now = 0.0
+        self.launch(ctl.dispatch())
         heap = self.heap
         while heap and not self.done():
             now = heap[0][0]
+            clock.set(now)
             while heap and heap[0][0] == now:
                 _, _, kind, payload = heapq.heappop(heap)
                 self.apply(now, kind, payload)
-            self.launch(ctl.dispatch(now))
-        ctl.finalize(now)
+            self.launch(ctl.dispatch())
+        ctl.finalize()
         return ctl
 
 
-def simulate_hpo(plan: HpoPlan, *, sampler=None, record: bool = True) -> HpoRun:
+def simulate_hpo(plan: HpoPlan, *, sampler: Sampler | None = None,
+                 record: bool = True) -> HpoRun:
     """Simulate the plan's sweep once (see the module docstring)."""
     if sampler is None:
         from simulators.hpo.tpe import make_sampler

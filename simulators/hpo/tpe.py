@@ -13,12 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from testbed.hpo.plan import HpoPlan
+from testbed.hpo.protocols import Sampler
 from testbed.scenario.hpo import Range
 from testbed.streams import generator
 
 
 class ListSampler:
-    """Configurations known before the sweep (grid, random)."""
+    """Configurations known before the sweep (grid, random): a :class:`Sampler`."""
 
     def __init__(self, configs) -> None:
         self.configs = configs
@@ -31,7 +32,7 @@ class ListSampler:
 
 
 class TpeSampler:
-    """Optuna's TPESampler through ask/tell."""
+    """Optuna's TPESampler through ask/tell: a :class:`Sampler`."""
 
     def __init__(self, plan: HpoPlan) -> None:
         try:
@@ -72,7 +73,7 @@ class TpeSampler:
             self.study.tell(trial, float(value))
 
 
-def make_sampler(plan: HpoPlan):
+def make_sampler(plan: HpoPlan) -> Sampler:
     """The sampler the plan's ``search`` asks for."""
     if plan.configs is not None:
         return ListSampler(plan.configs)

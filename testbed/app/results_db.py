@@ -21,17 +21,31 @@ a point is either fully there or not there at all: a process killed at any momen
 (SIGKILL included) loses at most the points in flight, and the primary keys make a
 duplicate row impossible. A rerun skips every point that has a ``points`` row. The
 database runs in WAL mode, and only one process (the sweep's driver) writes.
+
+A new store is created inside one ``BEGIN IMMEDIATE`` transaction, so two sweeps
+starting on the same new file at the same instant do not race: one creates the tables,
+the other waits for it and finds a complete store. A write that fails because the disk
+is full (or the file may grow no further) rolls back and is one line
+(:class:`StoreWriteError`, exit 1): every point committed before it stays. A store
+opened read-only (reports, exports) creates no ``-wal``/``-shm`` files beside it: with
+none there it is read as an immutable file; with a writer's files there, through them.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from testbed.errors import InputError
+from pydantic import TypeAdapter, ValidationError
+
+from testbed.errors import InputError, TestbedError
+from testbed.io.schema import Line
 
 SCHEMA_VERSION = 2
 #: The ``meta`` row that marks a database as a testbed results store.
@@ -40,6 +54,15 @@ APPLICATION = "testbed-results"
 TABLES = {"meta", "sweeps", "sweep_points", "points", "results", "claims"}
 #: A claim older than this is stale (its sweep died without releasing it).
 CLAIM_TTL_S = 6 * 3600.0
+#: How long opening a store waits for another process that is creating it.
+OPEN_WAIT_S = 30.0
+
+
+def sqlite_busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused because another connection holds the database."""
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -108,6 +131,17 @@ EXPORT_COLUMNS = ("sweep_id", "point", "params", "point_key", "replication", "sc
                   "restart_s", "waiting_s", "failures", "checkpoints", "ettr", "run_s")
 
 
+class StoreWriteError(TestbedError):
+    """A write to the store failed for a reason that is not the input's (a full disk, a
+    file-size limit, an I/O error): one line, exit 1; the transaction was rolled back."""
+
+
+def write_error(path: Path | str, exc: sqlite3.Error) -> StoreWriteError:
+    """The one line of a failed write (the store keeps what was committed before)."""
+    return StoreWriteError(f"{path}: cannot write the results database: {exc} (every point "
+                           "stored before is kept; free space and rerun to resume)")
+
+
 class Store:
     """A results database (see the module docstring). Use as a context manager.
 
@@ -126,11 +160,42 @@ class Store:
             raise InputError("is not a regular file", source=str(path))
         if create and not self.path.parent.is_dir():
             raise InputError("folder does not exist", source=str(path))
-        try:
-            self.db = self._connect()
-            self._check_or_create(create and not readonly)
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"not a readable SQLite database: {exc}", source=str(path)) from None
+        deadline = time.monotonic() + OPEN_WAIT_S
+        self._new = not self.path.exists()
+        while True:
+            try:
+                self.db = self._connect()
+                self._check_or_create(create and not readonly)
+                break
+            except sqlite3.OperationalError as exc:
+                # another process is creating the store or switching it to WAL, which
+                # SQLite reports as busy at once, without its busy timeout: wait for it
+                if sqlite_busy(exc) and time.monotonic() < deadline:
+                    self._close_quietly()
+                    time.sleep(0.05)
+                    continue
+                self._close_quietly()
+                self._remove_if_new()
+                raise InputError(f"not a readable SQLite database: {exc}",
+                                 source=str(path)) from None
+            except sqlite3.DatabaseError as exc:
+                self._close_quietly()
+                raise InputError(f"not a readable SQLite database: {exc}",
+                                 source=str(path)) from None
+
+    def _remove_if_new(self) -> None:
+        """A store this command failed to create leaves no file behind."""
+        if self._new:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def _close_quietly(self) -> None:
+        db = getattr(self, "db", None)
+        if db is not None:
+            try:
+                db.close()
+            except sqlite3.Error:
+                pass
 
     @classmethod
     def open_readonly(cls, path: str | Path) -> Store:
@@ -141,6 +206,12 @@ class Store:
         if self.readonly:
             from urllib.parse import quote
             base = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+            side = [Path(f"{self.path}{suffix}").exists() for suffix in ("-wal", "-shm")]
+            if not any(side):
+                # no writer's files: read the file as immutable, which makes no -wal/-shm
+                # (a read-only open of a WAL database would create them)
+                return sqlite3.connect(base + "&immutable=1", uri=True,
+                                       isolation_level=None, timeout=30.0)
             db = sqlite3.connect(base, uri=True, isolation_level=None, timeout=30.0)
             try:
                 db.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -157,15 +228,29 @@ class Store:
         return {r[0] for r in self.db.execute(
             "SELECT name FROM sqlite_master WHERE type='table'")}
 
+    def _create(self) -> None:
+        """Create the tables of a new store in one exclusive transaction: a second
+        process creating the same store waits for it, then finds every table there."""
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            if not self._tables():
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+                self.db.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                                    [("application", APPLICATION),
+                                     ("schema_version", str(SCHEMA_VERSION))])
+            self.db.execute("COMMIT")
+        except BaseException:
+            _rollback(self.db)
+            raise
+
     def _check_or_create(self, create: bool) -> None:
         """Refuse foreign databases and other schema versions; create a new store."""
         tables = self._tables()
         if not tables and create:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.executescript(_SCHEMA)
-            self.db.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
-                                [("application", APPLICATION),
-                                 ("schema_version", str(SCHEMA_VERSION))])
+            self._create()
             tables = self._tables()
         meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall()) \
             if "meta" in tables else {}
@@ -286,18 +371,25 @@ class Store:
             self.db.execute("DELETE FROM claims WHERE point_key=?", (point_key,))
         return True
 
-    def _transaction(self):
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction; a failed write (full disk) rolls back and raises
+        :class:`StoreWriteError`."""
         db = self.db
-
-        class _Tx:
-            def __enter__(self_inner):
-                db.execute("BEGIN IMMEDIATE")
-
-            def __exit__(self_inner, exc_type, exc, tb):
-                db.execute("COMMIT" if exc_type is None else "ROLLBACK")
-                return False
-
-        return _Tx()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                _rollback(db)
+                raise
+            db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            _rollback(db)
+            if sqlite_busy(exc):
+                raise StoreWriteError(f"{self.path}: the results database stayed locked by "
+                                      f"another process ({exc})") from None
+            raise write_error(self.path, exc) from None
 
     # ------------------------------------------------------------------ reading
     def sweeps(self) -> list[dict]:
@@ -307,7 +399,7 @@ class Store:
         out = []
         for row in cur:
             d = dict(zip(cols, row, strict=True))
-            d["grid"] = self._json(d.pop("grid_json"), "a sweep's grid")
+            d["grid"] = self._json(d.pop("grid_json"), "a sweep's grid", _GRID)
             out.append(d)
         return out
 
@@ -324,11 +416,19 @@ class Store:
                              f"{sweep_id!r}", source="--sweep")
         return match[0]
 
-    def _json(self, text: str, what: str):
+    def _json(self, text: Any, what: str, schema: TypeAdapter):
+        """A JSON column through the input boundary (depth, digits, finite numbers) and
+        its schema: a store changed behind the testbed's back is one line."""
+        from testbed.io.read import parse_json
+        if not isinstance(text, str):
+            raise InputError(f"damaged results database: {what} is not JSON text",
+                             source=str(self.path))
         try:
-            return json.loads(text)
-        except (TypeError, ValueError):
-            raise InputError(f"damaged results database: {what} is not JSON",
+            return schema.validate_python(parse_json(text, source=str(self.path)))
+        except (InputError, ValidationError) as exc:
+            why = exc.message if isinstance(exc, InputError) else \
+                exc.errors(include_url=False)[0]["msg"]
+            raise InputError(f"damaged results database: {what}: {why}",
                              source=str(self.path)) from None
 
     def plan(self, sweep_id: str) -> list[dict]:
@@ -338,16 +438,42 @@ class Store:
             "sp.replications, sp.facts_json, p.point_key IS NOT NULL, p.elapsed_s "
             "FROM sweep_points sp LEFT JOIN points p ON p.point_key = sp.point_key "
             "WHERE sp.sweep_id=? ORDER BY sp.idx", (sweep_id,))
-        return [{"idx": r[0], "point_key": r[1], "params": self._json(r[2], "a point's params"),
-                 "scenario_hash": r[3], "seed": r[4], "replications": r[5],
-                 "facts": self._json(r[6], "a point's facts"), "done": bool(r[7]),
-                 "elapsed_s": r[8]} for r in cur]
+        out = [{"idx": r[0], "point_key": r[1],
+                "params": self._json(r[2], "a point's params", _PARAMS),
+                "scenario_hash": r[3], "seed": r[4], "replications": r[5],
+                "facts": self._facts(self._json(r[6], "a point's facts", _PARAMS)),
+                "done": bool(r[7]), "elapsed_s": r[8]} for r in cur]
+        for p in out:
+            if not isinstance(p["idx"], int) or not isinstance(p["seed"], int):
+                raise InputError("damaged results database: a point's index or seed is not "
+                                 "a whole number", source=str(self.path))
+        return out
+
+    def point_params(self, text: Any) -> dict:
+        """A point's grid values from its ``params_json`` column (validated)."""
+        return self._json(text, "a point's params", _PARAMS)
+
+    def _facts(self, data: dict) -> dict:
+        """A point's resolved facts, checked to be what :class:`SpecFacts` reads."""
+        from testbed.resilience.spec import SpecFacts
+        try:
+            SpecFacts.from_dict(data)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            raise InputError("damaged results database: a point's facts are not the facts "
+                             "of a sweep point", source=str(self.path)) from None
+        return data
 
     def outcomes(self, point_key: str, columns: Sequence[str]) -> list[tuple]:
         """The replication rows of one point, in replication order."""
         cols = ", ".join(_checked(columns))
-        return self.db.execute(f"SELECT {cols} FROM results WHERE point_key=? "
+        rows = self.db.execute(f"SELECT {cols} FROM results WHERE point_key=? "
                                "ORDER BY replication", (point_key,)).fetchall()
+        for row in rows:
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                       and math.isfinite(v) for v in row):
+                raise InputError("damaged results database: a result row holds a value that "
+                                 "is not a finite number", source=str(self.path))
+        return rows
 
     def count_rows(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
@@ -364,6 +490,19 @@ class Store:
 
 
 _COLUMN_NAMES = set(EXPORT_COLUMNS)
+#: The schemas of the JSON columns: a sweep's grid (``[[key, [value texts]], …]``) and a
+#: point's parameters and facts (objects).
+_GRID = TypeAdapter(list[tuple[Line, list[Line]]])
+_PARAMS = TypeAdapter(dict[str, Any])
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already done so."""
+    try:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass
 
 
 def _checked(columns: Sequence[str]) -> Sequence[str]:

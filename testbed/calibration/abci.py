@@ -143,8 +143,11 @@ def fit(measurements: list[Measurement], system: SystemProfile, source: str = ""
         mc = _fit_model(name, rows, system)
         if mc is not None:
             models[name] = mc
+    per_layer = system.gpu.per_layer
     return Calibration(source=source, method="testbed.calibration.abci_csv.fit",
-                       compute_efficiency=_median_compute_efficiency(models, system),
+                       compute_efficiency=({} if per_layer
+                                           else _median_compute_efficiency(models, system)),
+                       compute_scale=_median_compute_scale(models, system) if per_layer else {},
                        network_efficiency=_median_dict([m.network_efficiency
                                                         for m in models.values()]),
                        strategies=_median_strategies(models), models=models)
@@ -177,6 +180,26 @@ def _median_compute_efficiency(models: dict[str, ModelCalibration],
         s_inf = est.compute_model["s_per_sample"]
         rates.append(TRAINING_FLOPS_PER_FORWARD * mc.forward_flops / s_inf / peak)
     return {MEASURED_PRECISION: round(float(np.median(rates)), 4)} if rates else {}
+
+
+def _median_compute_scale(models: dict[str, ModelCalibration],
+                          system: SystemProfile) -> dict[str, float]:
+    """Measured / per-layer-modelled step time of the measured models at their
+    measured batch, median: how much slower (or faster) the measured framework runs a
+    model than the per-layer model of this GPU says, for models without their own
+    measurement (:mod:`testbed.oracle.compute`)."""
+    ratios = []
+    bare = _with(system, None)
+    for name, mc in sorted(models.items()):
+        if not mc.batch:
+            continue
+        shape = parse_shape(mc.input_shape) if mc.input_shape else None
+        est = estimate(Request(model=resolve_model(name, shape), system=bare,
+                               strategy="serial", gpus=1, global_batch=mc.batch,
+                               precision=MEASURED_PRECISION))
+        if est.compute_s:
+            ratios.append(mc.s_per_sample * mc.batch / est.compute_s)
+    return {MEASURED_PRECISION: round(float(np.median(ratios)), 4)} if ratios else {}
 
 
 def _median_dict(tables: list[dict[str, float]]) -> dict[str, float]:

@@ -17,10 +17,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from testbed.calibration.plausible import check_record
 from testbed.errors import InputError, ScenarioError
-from testbed.io.read import decode_utf8, parse_json, read_bytes, read_csv
-from testbed.measurements import Environment, Record, TrainSummary, make_record, parse_record
+from testbed.io.read import decode_utf8, parse_json, read_bytes
+from testbed.io.schema import Line, read_csv_models
+from testbed.measurements import (
+    Environment,
+    InputShape,
+    PositiveFloat,
+    Processes,
+    Record,
+    Samples,
+    StepsOrZero,
+    TrainSummary,
+    make_record,
+    parse_record,
+)
 from testbed.systems.calibrated import InputFile, Machine
 
 #: Columns of the ParaDL/ABCI calibration CSV (``../shared/data/abci-paradl``).
@@ -155,55 +169,57 @@ def _log_time(source: str) -> str | None:
     return f"{y}-{mo}-{d}T{h}:{mi}:{s}Z"
 
 
-def _int(row: dict[str, str], key: str, source: str, line: int) -> int:
-    try:
-        return int(row[key])
-    except (TypeError, ValueError):
-        raise ScenarioError(f"{row[key]!r} is not an integer", source=source, line=line,
-                            field=key) from None
-
-
-def _float(row: dict[str, str], key: str, source: str, line: int) -> float:
-    try:
-        return float(row[key])
-    except (TypeError, ValueError):
-        raise ScenarioError(f"{row[key]!r} is not a number", source=source, line=line,
-                            field=key) from None
-
-
 #: The CSV column behind each record field (errors name the column the user wrote).
 PARADL_FIELDS = {"metrics.step_s": "s_per_iter_median", "metrics.step_mean_s": "s_per_iter_mean",
                  "config.processes": "gpus", "config.batch_size": "samples_per_gpu",
                  "config.global_batch": "global_batch", "config.group_size": "gpus_per_group",
                  "config.input_shape": "input_sample_shape", "config.model": "model",
-                 "config.strategy": "strategy", "metrics.steps": "n"}
+                 "config.strategy": "strategy", "metrics.steps": "n", "measured_at": "source",
+                 "env.world_size": "gpus", "source": "source"}
 
 
 def _column(field: str | None) -> str | None:
     return PARADL_FIELDS.get(field or "", field)
 
 
-def paradl_record(row: dict[str, str], source: str, line: int) -> TrainSummary:
-    """One ABCI run (a row of the ParaDL CSV) as a ``train_summary`` record."""
-    gpus = _int(row, "gpus", source, line)
+class ParadlRow(BaseModel):
+    """One row of the ParaDL/ABCI calibration CSV, every cell a bounded type (the
+    ranges of :mod:`testbed.measurements`): errors name the line and the column."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    model: Line = Field(min_length=1)
+    strategy: Line = Field(min_length=1)
+    gpus: Processes
+    gpus_per_group: Processes
+    samples_per_gpu: Samples
+    global_batch: Samples
+    input_sample_shape: InputShape
+    s_per_iter_median: PositiveFloat
+    s_per_iter_mean: PositiveFloat | None = None
+    n: StepsOrZero | None = None
+    source: Line | None = None
+    basis: Line | None = None
+    run_status: Line | None = None
+
+
+def paradl_record(row: ParadlRow, source: str, line: int) -> TrainSummary:
+    """One ABCI run (a validated row of the ParaDL CSV) as a ``train_summary`` record."""
     fields: dict[str, Any] = {
-        "env": {**ABCI_ENV, "world_size": max(gpus, 1)},
-        "measured_at": _log_time(row.get("source") or ""),
-        "source": row.get("source") or f"{source}:{line}",
-        "note": "; ".join(v for v in (row.get("basis"), row.get("run_status")) if v),
+        "env": {**ABCI_ENV, "world_size": row.gpus},
+        "measured_at": _log_time(row.source or ""),
+        "source": row.source or f"{source}:{line}",
+        "note": "; ".join(v for v in (row.basis, row.run_status) if v),
         "config": {
-            "framework": "chainer", "model": row["model"].strip(),
-            "input_shape": row["input_sample_shape"].strip(), "precision": "fp32",
-            "batch_size": _int(row, "samples_per_gpu", source, line), "processes": gpus,
-            "strategy": row["strategy"].strip(),
-            "group_size": _int(row, "gpus_per_group", source, line),
-            "global_batch": _int(row, "global_batch", source, line),
-            "backend": "nccl", "device": "gpu"},
-        "metrics": {"steps": max(_int(row, "n", source, line) if row.get("n") else 1, 1),
-                    "step_s": _float(row, "s_per_iter_median", source, line)},
+            "framework": "chainer", "model": row.model.strip(),
+            "input_shape": row.input_sample_shape.strip(), "precision": "fp32",
+            "batch_size": row.samples_per_gpu, "processes": row.gpus,
+            "strategy": row.strategy.strip(), "group_size": row.gpus_per_group,
+            "global_batch": row.global_batch, "backend": "nccl", "device": "gpu"},
+        "metrics": {"steps": max(row.n or 1, 1), "step_s": row.s_per_iter_median},
     }
-    if row.get("s_per_iter_mean"):
-        fields["metrics"]["step_mean_s"] = _float(row, "s_per_iter_mean", source, line)
+    if row.s_per_iter_mean is not None:
+        fields["metrics"]["step_mean_s"] = row.s_per_iter_mean
     try:
         record = make_record("train_summary", **fields)
     except InputError as exc:
@@ -216,7 +232,7 @@ def paradl_record(row: dict[str, str], source: str, line: int) -> TrainSummary:
 def import_paradl(path: str | Path) -> list[TrainSummary]:
     """Every row of a ParaDL/ABCI calibration CSV as a record (errors: file, line, column)."""
     source = str(path)
-    rows = read_csv(path, source=source, required=PARADL_COLUMNS)
+    rows = read_csv_models(path, ParadlRow, source=source, required=PARADL_COLUMNS)
     if not rows:
         raise ScenarioError("no measurements", source=source)
     out = []

@@ -28,7 +28,15 @@ from testbed.calibration.compute import fitted_basis, model_ir, train_request
 from testbed.calibration.restart import restart_time_s
 from testbed.calibration.storage import bytes_on_disk, load_time_s, save_time_s
 from testbed.errors import ScenarioError
-from testbed.measurements import Kill, SupervisedRun, TrainConfig
+from testbed.io.read import read_jsonl
+from testbed.io.schema import validate, validate_records
+from testbed.measurements import (
+    MAX_REPLAY_SEGMENTS,
+    Kill,
+    SupervisedRun,
+    TimelineEvent,
+    TrainConfig,
+)
 from testbed.oracle import estimate
 from testbed.oracle.state import state_bytes
 from testbed.resilience.causes import ResolvedCause
@@ -90,42 +98,68 @@ class ReplayCosts:
         return asdict(self)
 
 
-def _config(fields: dict, source: str) -> TrainConfig:
-    cfg = fields.get("config")
-    if not isinstance(cfg, dict):
-        raise ScenarioError("job_start has no config (timeline written by an older "
-                            "supervisor?)", source=source, field="config")
-    try:
-        return TrainConfig.model_validate(cfg)
-    except ValueError as exc:
-        raise ScenarioError(f"job_start config: {exc}", source=source, field="config") from None
+def read_timeline(path: str) -> list[TimelineEvent]:
+    """A supervisor timeline through the input boundary, every event validated
+    (:class:`~testbed.measurements.TimelineEvent`: errors name the file, line and field)."""
+    lines = read_jsonl(path)
+    if not lines:
+        raise ScenarioError("empty timeline", source=path)
+    kinds = {value.get("event") for _, value in lines if isinstance(value, dict)
+             and isinstance(value.get("event"), str)}
+    if not {ev.JOB_START, ev.JOB_END} <= kinds:
+        raise ScenarioError("not a complete supervised-run timeline (no job_start or "
+                            "job_end)", source=path)
+    return [event for _, event in validate_records(TimelineEvent, lines, source=path,
+                                                   what="timeline event")]
 
 
-def run_plan(events: list[dict], source: str) -> RunPlan:
-    """The :class:`RunPlan` of a supervisor timeline (events in file order; a timeline
-    that holds several runs — a resume appends its run — gives its last complete one)."""
-    starts = [i for i, e in enumerate(events) if e.get("event") == ev.JOB_START]
+def timeline_events(events: list[TimelineEvent] | list[dict], source: str
+                    ) -> list[TimelineEvent]:
+    """Events as validated models (plain dicts are validated, numbered from 1)."""
+    return [e if isinstance(e, TimelineEvent) else
+            validate(TimelineEvent, e, source=source, what="timeline event", line=i)
+            for i, e in enumerate(events, start=1)]
+
+
+def run_plan(events: list[TimelineEvent] | list[dict], source: str) -> RunPlan:
+    """The :class:`RunPlan` of a supervisor timeline (events in file order, validated if
+    plain; a timeline that holds several runs — a resume appends its run — gives its
+    last complete one)."""
+    events = timeline_events(events, source)
+    starts = [i for i, e in enumerate(events) if e.event == ev.JOB_START]
     for i in reversed(starts):
-        if any(e.get("event") == ev.JOB_END for e in events[i:]):
+        if any(e.event == ev.JOB_END for e in events[i:]):
             events = events[i:]
             break
-    start = next((e for e in events if e.get("event") == ev.JOB_START), None)
-    end = next((e for e in events if e.get("event") == ev.JOB_END), None)
+    start = next((e for e in events if e.event == ev.JOB_START), None)
+    end = next((e for e in events if e.event == ev.JOB_END), None)
     if start is None or end is None:
         raise ScenarioError("not a complete supervised-run timeline (no job_start or "
                             "job_end)", source=source)
-    every = start.get("checkpoint_every")
-    if not isinstance(every, int) or every <= 0:
-        raise ScenarioError("job_start has no checkpoint_every", source=source,
-                            field="checkpoint_every")
-    kills = []
-    for e in events:
-        if e.get("event") == ev.FAILURE:
-            kills.append(Kill(at_step=e.get("at_step"), at_s=e.get("at_s"),
-                              during_checkpoint=bool(e.get("during_checkpoint", False))))
-    return RunPlan(config=_config(start, source), steps=int(start["steps"]),
-                   checkpoint_every=every, kills=tuple(kills),
-                   measured=measured_from_timeline(events))
+    # a validated job_start has all three (TimelineEvent requires them)
+    assert start.config is not None and start.steps is not None
+    assert start.checkpoint_every is not None
+    if end.t_s < start.t_s:
+        raise ScenarioError(f"job_end at {end.t_s:g} s is before its job_start at "
+                            f"{start.t_s:g} s", source=source, field="t_s")
+    kills = tuple(e.kill for e in events if e.event == ev.FAILURE)
+    return check_replay_size(RunPlan(config=start.config, steps=start.steps,
+                                     checkpoint_every=start.checkpoint_every, kills=kills,
+                                     measured=measured_from_timeline(events)), source)
+
+
+def check_replay_size(plan: RunPlan, source: str, line: int | None = None) -> RunPlan:
+    """Refuse, before anything is simulated, a run whose replay would walk more than
+    :data:`MAX_REPLAY_SEGMENTS` segments (``steps / checkpoint_every`` per incarnation)."""
+    segments = -(-plan.steps // plan.checkpoint_every)
+    walk = segments * (len(plan.kills) + 1)
+    if walk > MAX_REPLAY_SEGMENTS:
+        raise ScenarioError(
+            f"{plan.steps:,} steps with a checkpoint every {plan.checkpoint_every:,} are "
+            f"{segments:,} segments; replaying {len(plan.kills)} kill(s) would walk "
+            f"{walk:,}, more than {MAX_REPLAY_SEGMENTS:,} (a larger checkpoint_every, "
+            "fewer steps or kills)", source=source, line=line, field="checkpoint_every")
+    return plan
 
 
 def plan_of_record(record: SupervisedRun) -> RunPlan:
@@ -142,23 +176,23 @@ def plan_of_record(record: SupervisedRun) -> RunPlan:
                    measured=measured)
 
 
-def measured_from_timeline(events: list[dict]) -> Measured | None:
+def measured_from_timeline(events: list[TimelineEvent] | list[dict]) -> Measured | None:
     """Wall time, lost steps, committed-checkpoint time and restart time of a timeline."""
-    end = next((e for e in events if e.get("event") == ev.JOB_END), None)
+    events = timeline_events(events, "<timeline>")
+    end = next((e for e in events if e.event == ev.JOB_END), None)
     if end is None:
         return None
-    ckpt = sum(float(e.get("duration_s", 0.0)) for e in events
-               if e.get("event") == ev.CHECKPOINT_COMMIT)
+    ckpt = sum(e.duration_s or 0.0 for e in events if e.event == ev.CHECKPOINT_COMMIT)
     restart, kill_t, lost, kills = 0.0, None, 0, 0
     for e in events:
-        if e.get("event") == ev.FAILURE:
-            kill_t = float(e["t_s"])
+        if e.event == ev.FAILURE:
+            kill_t = e.t_s
             kills += 1
-        elif e.get("event") == ev.RESTART_END and kill_t is not None:
-            restart += float(e["t_s"]) - kill_t
-            lost += int(e.get("lost_steps", 0))
+        elif e.event == ev.RESTART_END and kill_t is not None:
+            restart += max(e.t_s - kill_t, 0.0)
+            lost += e.lost_steps or 0
             kill_t = None
-    return Measured(wall_time_s=float(end["t_s"]), lost_steps=lost, checkpoint_s=ckpt,
+    return Measured(wall_time_s=end.t_s, lost_steps=lost, checkpoint_s=ckpt,
                     restart_s=restart, kills=kills)
 
 
@@ -207,29 +241,83 @@ class Schedule:
         return self.start_s + self.wall_s
 
 
+def _checkpoints(plan: RunPlan, a: int, b: int) -> int:
+    """Checkpoints the harness writes after the steps in (a, b]: every
+    ``checkpoint_every``-th step, never after the last step."""
+    b = min(b, plan.steps - 1)
+    every = plan.checkpoint_every
+    return max(b // every - a // every, 0)
+
+
+def _last_checkpoint(plan: RunPlan, a: int, b: int, committed: int) -> int:
+    """The newest checkpoint step in (a, b] (``committed`` when there is none)."""
+    return (min(b, plan.steps - 1) // plan.checkpoint_every) * plan.checkpoint_every \
+        if _checkpoints(plan, a, b) else committed
+
+
+def _whole_steps(t: float, deadline: float, step_s: float, most: int) -> int:
+    """Steps of ``step_s`` that finish by ``deadline`` from ``t`` (at most ``most``):
+    a step that would end after the deadline is cut by it."""
+    m = min(int((deadline - t) // step_s), most) if step_s > 0 else most
+    m = max(m, 0)
+    while m < most and t + (m + 1) * step_s <= deadline:
+        m += 1
+    while m > 0 and t + m * step_s > deadline:
+        m -= 1
+    return m
+
+
+def _until_deadline(plan: RunPlan, costs: ReplayCosts, deadline: float, t: float,
+                    step: int, committed: int) -> tuple[float | None, float, int, int]:
+    """Train from ``step`` at ``t`` until ``deadline`` cuts a step or a checkpoint, or
+    the job ends, in closed form: (kill time or None, time, step, committed step)."""
+    s, c, every = costs.step_s, costs.checkpoint_s, plan.checkpoint_every
+    done_t = t + (plan.steps - step) * s + _checkpoints(plan, step, plan.steps) * c
+    if done_t <= deadline:
+        return None, done_t, plan.steps, _last_checkpoint(plan, step, plan.steps, committed)
+    first = min((step // every + 1) * every, plan.steps)       # end of the first block
+    blocks = [(step, first)]
+    if first < plan.steps:
+        period = every * s + c
+        t_first = t + (first - step) * s + c                    # after the first checkpoint
+        if t_first <= deadline:                                 # skip whole periods at once
+            full = _checkpoints(plan, first, plan.steps)        # further checkpoints
+            j = min(max(int((deadline - t_first) // period), 0), full) if period > 0 else full
+            while j > 0 and t_first + j * period > deadline:
+                j -= 1
+            while j < full and t_first + (j + 1) * period <= deadline:
+                j += 1
+            t, step, committed = t_first + j * period, first + j * every, first + j * every
+            blocks = [(step, min(step + every, plan.steps))]
+    a, b = blocks[0]
+    m = _whole_steps(t, deadline, s, b - a)
+    if m < b - a or b >= plan.steps:           # cut inside a step (or at the very end)
+        return deadline, deadline, a + m, committed
+    return deadline, deadline, b, committed    # cut inside the checkpoint after step b
+
+
 def _run_incarnation(plan: RunPlan, costs: ReplayCosts, kill: Kill | None, t: float,
                      step: int, committed: int, spawn: float) -> tuple[float | None, float, int, int]:
     """Run from ``step`` (training starting at ``t``) until the kill fires or the job
-    ends: (kill time or None, time, step, committed step)."""
-    every = plan.checkpoint_every
+    ends: (kill time or None, time, step, committed step). Closed form, so a run of 10⁹
+    steps costs what a run of ten does."""
+    s, c, every = costs.step_s, costs.checkpoint_s, plan.checkpoint_every
     deadline = spawn + kill.at_s if kill is not None and kill.at_s is not None else math.inf
     if deadline < t:
         return deadline, deadline, step, committed       # killed while starting up
-    while step < plan.steps:
-        if t + costs.step_s > deadline:
-            return deadline, deadline, step, committed
-        step += 1
-        t += costs.step_s
-        if kill is not None and kill.at_step is not None and step >= kill.at_step:
-            return t - AT_STEP_EARLY_S, t - AT_STEP_EARLY_S, step, committed
-        if step % every == 0 and step < plan.steps:
-            if kill is not None and kill.during_checkpoint:
-                return t + DURING_CHECKPOINT_FRACTION * costs.checkpoint_s, t, step, committed
-            if t + costs.checkpoint_s > deadline:
-                return deadline, deadline, step, committed
-            t += costs.checkpoint_s
-            committed = step
-    return None, t, step, committed
+    if step >= plan.steps:
+        return None, t, step, committed
+    if kill is not None and kill.at_step is not None:
+        k = max(kill.at_step, step + 1)
+        if k <= plan.steps:
+            fire = t + (k - step) * s + _checkpoints(plan, step, k - 1) * c - AT_STEP_EARLY_S
+            return fire, fire, k, _last_checkpoint(plan, step, k - 1, committed)
+    elif kill is not None and kill.during_checkpoint:
+        k = (step // every + 1) * every
+        if k < plan.steps:
+            t_k = t + (k - step) * s
+            return t_k + DURING_CHECKPOINT_FRACTION * c, t_k, k, committed
+    return _until_deadline(plan, costs, deadline, t, step, committed)
 
 
 def kill_times(plan: RunPlan, costs: ReplayCosts) -> Schedule:

@@ -1,14 +1,17 @@
 """Trials, the queue and the failure policy: the decisions of an HPO sweep, engine-agnostic.
 
-The simulator (simulated clock) and the real driver (wall clock) drive the same
-:class:`Controller`, so a simulated schedule and a real one make the same decisions:
+The simulator (a :class:`~testbed.hpo.protocols.SimClock` it moves) and the real driver
+(a monotonic clock) drive the same :class:`Controller`, so a simulated schedule and a
+real one make the same decisions. Every decision is taken at ``clock.now()``:
 
-* ``dispatch(now)`` fills free resources and returns the attempts to start;
-* ``finish(start, now, value)`` — an attempt reached its target epoch;
-* ``fail(start, now, …)`` — an attempt died: FAILED (its own fault: the policy
-  decides) or PREEMPTED (its node went down: it resumes from its checkpoint on the
-  next free worker, uses no retry and is never a failure);
-* ``finalize(now)`` — the sweep is over.
+* ``dispatch()`` fills free resources and returns the attempts to start;
+* ``milestone(start, epoch, value)`` — a running attempt of a stopping scheduler
+  reached one of its rungs: it goes on (True) or is stopped there;
+* ``finish(start, value)`` — an attempt reached its target epoch;
+* ``fail(start, …)`` — an attempt died: FAILED (its own fault: the policy
+  decides) or PREEMPTED (its node went down, or the real driver was lost: it resumes
+  from its checkpoint on the next free worker, uses no retry and is never a failure);
+* ``finalize()`` — the sweep is over.
 
 Queue order: retries and resumed trials first (in submission order), then the
 scheduler's jobs. A job that does not fit now lets later jobs of other shapes pass
@@ -36,8 +39,10 @@ from typing import Any
 from testbed import events as ev
 from testbed.hpo.cluster import Alloc, Cluster, Shape
 from testbed.hpo.plan import HpoPlan
-from testbed.hpo.schedulers import AshaScheduler, HyperbandScheduler, Static
-from testbed.hpo.timing import TrialCost
+from testbed.hpo.protocols import Clock, Sampler
+from testbed.hpo.schedulers import AshaScheduler, HyperbandScheduler, Scheduler, Static
+from testbed.hpo.stopping import StoppingScheduler
+from testbed.hpo.timing import Attempt, TrialCost
 
 PENDING, RUNNING, PAUSED = "pending", "running", "paused"
 COMPLETED, STOPPED, FAILED, CANCELLED = "completed", "stopped", "failed", "cancelled"
@@ -47,7 +52,7 @@ class Trial:
     """One trial's state."""
 
     __slots__ = ("index", "config", "top", "shape", "cost", "status", "ckpt", "attempts",
-                 "retries", "streak", "value", "told")
+                 "retries", "streak", "value", "told", "judged")
 
     def __init__(self, index: int, config: dict, top: int, shape: Shape, cost: TrialCost):
         self.index, self.config, self.top, self.shape, self.cost = index, config, top, shape, cost
@@ -58,23 +63,31 @@ class Trial:
         self.streak = 0          # failures since the last successful attempt
         self.value: float | None = None
         self.told = False
+        self.judged = 0          # the highest rung a stopping scheduler judged it at
 
 
 class Start:
-    """One attempt handed to an engine: train ``trial`` from epoch ``a`` to ``b``."""
+    """One attempt handed to an engine: train ``trial`` from epoch ``a`` to ``b``, judged
+    at the rungs ``stops`` on the way (stopping schedulers only)."""
 
-    __slots__ = ("token", "trial", "attempt", "a", "b", "alloc", "kind", "t_s", "extra")
+    __slots__ = ("token", "trial", "attempt", "a", "b", "alloc", "kind", "t_s", "stops",
+                 "timeline")
 
     def __init__(self, token: int, trial: int, attempt: int, a: int, b: int, alloc: Alloc,
-                 kind: str, t_s: float) -> None:
+                 kind: str, t_s: float, stops: tuple[int, ...] = ()) -> None:
         self.token, self.trial, self.attempt, self.a, self.b = token, trial, attempt, a, b
-        self.alloc, self.kind, self.t_s = alloc, kind, t_s
-        self.extra: Any = None    # engine's own data (the simulator's failure plan)
+        self.alloc, self.kind, self.t_s, self.stops = alloc, kind, t_s, stops
+        #: the simulator's timeline of this attempt (None in a real run)
+        self.timeline: Attempt | None = None
 
 
-def make_scheduler(plan: HpoPlan):
+def make_scheduler(plan: HpoPlan) -> Scheduler:
     s = plan.spec
     r = s.rungs
+    if s.scheduler in ("asha", "hyperband") and s.promotion_mode == "stop":
+        return StoppingScheduler(r.min_epochs, s.max_epochs, r.reduction_factor,
+                                 s.metric.mode, hyperband=s.scheduler == "hyperband",
+                                 seed=plan.seed)
     if s.scheduler == "asha":
         return AshaScheduler(r.min_epochs, s.max_epochs, r.reduction_factor, s.metric.mode)
     if s.scheduler == "hyperband":
@@ -84,12 +97,14 @@ def make_scheduler(plan: HpoPlan):
 
 
 class Controller:
-    """See the module docstring. ``sampler`` has ``config(i)`` and ``observe(i, value)``."""
+    """See the module docstring."""
 
-    def __init__(self, plan: HpoPlan, sampler, *, record: bool = True) -> None:
+    def __init__(self, plan: HpoPlan, sampler: Sampler, clock: Clock, *,
+                 record: bool = True) -> None:
         self.plan = plan
         self.spec = plan.spec
         self.sampler = sampler
+        self.clock = clock
         self.cluster = Cluster(plan.nodes, plan.gpus_per_node, plan.cores_per_node,
                                plan.memory_per_node_bytes)
         self.scheduler = make_scheduler(plan)
@@ -108,6 +123,8 @@ class Controller:
         self._jobs: dict[Shape, deque[tuple[int, int, int, int]]] = {}   # (seq, trial, a, b)
         self._waiting_jobs = 0
         self._limit = plan.spec.planned_trials
+        if self.scheduler.stopping and self._limit is None:
+            self._limit = self.spec.n_trials or _iteration_trials(plan)
         self._targets: dict[int, int] = {}
         self._min_gpus = plan.fewest_gpus
         if self.scheduler.static:
@@ -120,14 +137,17 @@ class Controller:
         if self.record:
             self.events.append((t_s, kind, fields))
 
-    def start_log(self, t_s: float = 0.0, **fields: Any) -> None:
+    def start_log(self, **fields: Any) -> None:
         p, s = self.plan, self.spec
-        self.log(t_s, ev.JOB_START, hpo=p.name, search=s.search, scheduler=s.scheduler,
-                  on_failure=s.on_failure, nodes=p.nodes, gpus_per_node=p.gpus_per_node,
-                  slots=p.slots, trials=s.planned_trials, seed=p.seed,
-                  max_retries=s.max_retries, checkpoint_every_epochs=s.checkpoint_every_epochs,
-                  rungs=[s.rungs.min_epochs, s.max_epochs, s.rungs.reduction_factor],
-                  mode=s.metric.mode, metric=s.metric.name, **fields)
+        if s.scheduler in ("asha", "hyperband"):
+            fields["promotion"] = s.promotion_mode
+        self.log(self.clock.now(), ev.JOB_START, hpo=p.name, search=s.search,
+                 scheduler=s.scheduler, on_failure=s.on_failure, nodes=p.nodes,
+                 gpus_per_node=p.gpus_per_node, slots=p.slots, trials=s.planned_trials,
+                 seed=p.seed, max_retries=s.max_retries,
+                 checkpoint_every_epochs=s.checkpoint_every_epochs,
+                 rungs=[s.rungs.min_epochs, s.max_epochs, s.rungs.reduction_factor],
+                 mode=s.metric.mode, metric=s.metric.name, **fields)
 
     def new_trial(self) -> int | None:
         """Create the next trial (None when the sweep has all it will have)."""
@@ -167,8 +187,9 @@ class Controller:
 
     # ------------------------------------------------------------------ dispatch
 
-    def dispatch(self, now: float) -> list[Start]:
+    def dispatch(self) -> list[Start]:
         """Start every attempt that fits now."""
+        now = self.clock.now()
         out: list[Start] = []
         if self.stopped:
             return out
@@ -218,7 +239,11 @@ class Controller:
 
     def _launch(self, t: Trial, a: int, b: int, alloc: Alloc, kind: str, now: float) -> Start:
         self._token += 1
-        start = Start(self._token, t.index, t.attempts, a, b, alloc, kind, now)
+        stops: tuple[int, ...] = ()
+        if self.scheduler.stopping:
+            floor = max(a, t.judged)
+            stops = tuple(m for m in self.scheduler.milestones(t.index) if floor < m < b)
+        start = Start(self._token, t.index, t.attempts, a, b, alloc, kind, now, stops)
         t.attempts += 1
         t.status = RUNNING
         self._targets[t.index] = b
@@ -232,6 +257,18 @@ class Controller:
             self.events.append((now, ev.TRIAL_START, fields))
         return start
 
+    def restart_log(self, start: Start) -> None:
+        """Record ``start`` (decided earlier, never recorded) as starting now: the real
+        driver's resume of an attempt the lost driver had decided on but not begun."""
+        start.t_s = self.clock.now()
+        t = self.trials[start.trial]
+        fields = dict(trial=t.index, attempt=start.attempt, node=start.alloc.node,
+                      slots=list(start.alloc.slots), from_epoch=start.a, to_epoch=start.b,
+                      kind=start.kind)
+        if start.attempt == 0:
+            fields["config"] = t.config
+        self.log(start.t_s, ev.TRIAL_START, **fields)
+
     def _free(self, start: Start, now: float) -> Trial:
         del self.running[start.token]
         self.on_node[start.alloc.node].discard(start.token)
@@ -241,10 +278,29 @@ class Controller:
 
     # ------------------------------------------------------------------ outcomes
 
-    def finish(self, start: Start, now: float, value: float | None,
-               extra: dict | None = None) -> None:
+    def milestone(self, start: Start, epoch: int, value: float | None) -> bool:
+        """A running attempt reached rung ``epoch`` of a stopping scheduler and reported
+        ``value``: True if it goes on, False if it was stopped there (and freed)."""
+        now = self.clock.now()
+        t = self.trials[start.trial]
+        t.judged = max(t.judged, epoch)
+        goes_on = self.scheduler.decide(t.index, epoch, value)
+        t.value = value
+        self._tell(t, value)
+        if goes_on:
+            self.log(now, ev.TRIAL_RUNG, trial=t.index, attempt=start.attempt, epoch=epoch,
+                     value=value, decision="continue")
+            return True
+        self._free(start, now)
+        t.status = STOPPED
+        self.log(now, ev.TRIAL_END, trial=t.index, attempt=start.attempt, epoch=epoch,
+                 value=value, status=STOPPED)
+        return False
+
+    def finish(self, start: Start, value: float | None, extra: dict | None = None) -> None:
         """The attempt trained up to its target epoch ``start.b`` and reported ``value``
         (``extra``: fields the engine adds to the event, e.g. the pid)."""
+        now = self.clock.now()
         t = self._free(start, now)
         t.ckpt = start.b
         t.streak = 0
@@ -264,12 +320,13 @@ class Controller:
             t.told = True
             self.sampler.observe(t.index, value)
 
-    def fail(self, start: Start, now: float, *, epoch: float, resume: int, lost_s: float,
+    def fail(self, start: Start, *, epoch: float, resume: int, lost_s: float,
              cause: str, preempted: bool = False, extra: dict | None = None,
              restart_at: float | None = None) -> list[Start]:
         """The attempt died ``epoch`` epochs in; its newest checkpoint is ``resume``.
         Returns the attempts to start at once (a retry on the same worker), at
-        ``restart_at`` (default ``now``; later when the failure is noticed late)."""
+        ``restart_at`` (default now; later when the failure is noticed late)."""
+        now = self.clock.now()
         t = self._free(start, now)
         t.ckpt = max(t.ckpt, resume)
         if preempted:
@@ -361,16 +418,16 @@ class Controller:
         """Attempts running on ``node`` (to preempt when it fails), oldest first."""
         return [self.running[k] for k in sorted(self.on_node[node])]
 
-    def log_failure(self, now: float, node: int, cause: str, repair_s: float) -> None:
+    def log_failure(self, node: int, cause: str, repair_s: float) -> None:
         """Record a node failure (``node`` −1: every node, a maintenance window)."""
-        self.log(now, ev.FAILURE, node=node, cause=cause, repair_s=repair_s)
+        self.log(self.clock.now(), ev.FAILURE, node=node, cause=cause, repair_s=repair_s)
 
     def node_down(self, node: int) -> None:
         self.cluster.node_down(node)
 
-    def node_up(self, node: int, now: float) -> None:
+    def node_up(self, node: int) -> None:
         self.cluster.node_up(node)
-        self.log(now, ev.NODE_UP, node=node)
+        self.log(self.clock.now(), ev.NODE_UP, node=node)
 
     # ------------------------------------------------------------------ end
 
@@ -378,8 +435,9 @@ class Controller:
     def queued(self) -> int:
         return self._waiting_jobs + sum(len(h) for h in self._urgent.values())
 
-    def finalize(self, now: float) -> None:
+    def finalize(self) -> None:
         """Close the sweep: paused trials were stopped early; queued ones never ran."""
+        now = self.clock.now()
         for t in self.trials:
             if t.status == PAUSED:
                 t.status = STOPPED
@@ -388,3 +446,12 @@ class Controller:
                 self.log(now, ev.TRIAL_CANCELLED, trial=t.index, attempt=None, lost_s=0.0)
         status = "failed" if self.stopped else "completed"
         self.log(self.makespan_s if not self.stopped else now, ev.JOB_END, status=status)
+
+
+def _iteration_trials(plan: HpoPlan) -> int:
+    """Trials of one Hyperband iteration over the plan's rungs (a stopping Hyperband
+    without ``n_trials`` runs that many, as the synchronous one does)."""
+    from testbed.scenario.hpo import brackets, trials_per_iteration
+    r = plan.spec.rungs
+    return trials_per_iteration(brackets(r.min_epochs, plan.spec.max_epochs,
+                                         r.reduction_factor))

@@ -6,7 +6,11 @@ its attempts' seconds per epoch), the mean checkpoint write (``ckpt_s``), and pe
 attempt the rest of its time (process start, restore, dispatch latency) as that
 attempt's start-up. Its failures become injections at the epoch (or second) where
 they struck, its node failures node injections, its values the objective. The
-cluster, scheduler and failure policy come from ``job_start``. Replaying the plan
+cluster, scheduler (and its promotion) and failure policy come from ``job_start``. A
+lost real driver (``sweep_resumed``) becomes a failure of every node at the instant it
+was lost, repaired at once: the attempts it stopped resume from their checkpoints as
+they did, and the outage itself is not replayed — the replay predicts the makespan
+without it (``makespan_s − outage_s`` of the measured summary). Replaying the plan
 predicts the sweep's makespan from the measured per-trial times alone.
 """
 
@@ -46,11 +50,42 @@ class _Attempts:
             if kind == ev.TRIAL_RESULT and "attempt" in f:
                 per = self.epochs.setdefault((f["trial"], f["attempt"]), {})
                 per[int(f["epoch"])] = (float(f.get("epoch_s", 0.0)), float(f.get("ckpt_s", 0.0)))
-            if kind in (ev.TRIAL_RESULT, ev.TRIAL_END) and f.get("value") is not None:
+            if kind in (ev.TRIAL_RESULT, ev.TRIAL_END, ev.TRIAL_RUNG) \
+                    and f.get("value") is not None:
                 self.values.append({"trial": f["trial"], "epoch": f["epoch"], "value": f["value"]})
 
 
-def _epoch_times(att: _Attempts) -> tuple[dict[int, dict[int, float]], float]:
+def _reached(start: dict, kind: str, end: dict) -> float:
+    """Epochs an attempt had trained when it ended: its target, the rung a stopping
+    scheduler stopped it at, or where a failure struck."""
+    if kind == ev.TRIAL_END:
+        return float(end.get("epoch", start["to_epoch"]))
+    return float(end.get("epoch", 0.0))
+
+
+#: Most trial-epochs a replay derives from attempts without per-epoch records (each is
+#: one entry of the replayed cost table): ten million, seconds of work.
+MAX_DERIVED_EPOCHS = 10_000_000
+
+
+def _check_derived(att: _Attempts, measured: set[int], source: str) -> None:
+    """Refuse, before deriving them one by one, more than :data:`MAX_DERIVED_EPOCHS`
+    epoch times (a trace of huge epoch spans)."""
+    total = 0
+    for key, (_, f) in att.starts.items():
+        if key[0] in measured or key not in att.ends:
+            continue
+        _, kind, fe = att.ends[key]
+        top = f["to_epoch"] if kind == ev.TRIAL_END else float(fe.get("epoch") or 0.0)
+        total += max(int(top) - f["from_epoch"], 0)
+        if total > MAX_DERIVED_EPOCHS:
+            raise ScenarioError(f"the attempts span more than {MAX_DERIVED_EPOCHS:,} epochs "
+                                "without per-epoch trial_result records: too many to replay",
+                                source=source, field="to_epoch")
+
+
+def _epoch_times(att: _Attempts, source: str = "<trace>"
+                 ) -> tuple[dict[int, dict[int, float]], float]:
     """Per trial per epoch seconds, and the mean checkpoint seconds."""
     per: dict[int, dict[int, list[float]]] = {}
     ckpts = []
@@ -60,11 +95,12 @@ def _epoch_times(att: _Attempts) -> tuple[dict[int, dict[int, float]], float]:
             if ckpt_s > 0:
                 ckpts.append(ckpt_s)
     measured = set(per)
+    _check_derived(att, measured, source)
     for key, (t0, f) in att.starts.items():          # no per-epoch records: derive them
         if key[0] in measured or key not in att.ends:
             continue
         t1, kind, fe = att.ends[key]
-        top = f["to_epoch"] if kind == ev.TRIAL_END else float(fe.get("epoch", 0.0))
+        top = _reached(f, kind, fe)
         span = top - f["from_epoch"]
         if span > 0 and kind in (ev.TRIAL_END, ev.TRIAL_FAILED, ev.TRIAL_PREEMPTED):
             seconds = (t1 - t0) / span
@@ -85,7 +121,7 @@ def _startups(att: _Attempts, cost: MeasuredCost) -> dict[tuple[int, int], float
         if measured:
             work = sum(e + c for e, c in measured.values())
         else:
-            top = f["to_epoch"] if kind == ev.TRIAL_END else float(fe.get("epoch", 0.0))
+            top = _reached(f, kind, fe)
             per = TrialCost.make(cost.epoch_times(key[0], {}, 1))
             work = per.span_s(f["from_epoch"], int(top)) + (top - int(top)) * per.epoch_time(
                 int(top) + 1) if top > f["from_epoch"] else 0.0
@@ -94,13 +130,20 @@ def _startups(att: _Attempts, cost: MeasuredCost) -> dict[tuple[int, int], float
 
 
 def _injections(att: _Attempts) -> list[dict[str, Any]]:
+    """The trace's failures as injections. A trial's only failure strikes at its epoch
+    whatever the attempt (a replayed preemption may number the attempts otherwise);
+    a trial that failed more than once keeps each failure on its attempt."""
+    failed = [key for key, (_, kind, _) in att.ends.items() if kind == ev.TRIAL_FAILED]
+    per_trial = {trial: sum(1 for t, _ in failed if t == trial) for trial, _ in failed}
     out = []
     for key, (t1, kind, f) in sorted(att.ends.items()):
         if kind != ev.TRIAL_FAILED:
             continue
         t0, fs = att.starts[key]
         epoch = float(f.get("epoch", fs["from_epoch"]))
-        if epoch > fs["from_epoch"]:
+        if epoch > fs["from_epoch"] and per_trial[key[0]] == 1:
+            out.append({"trial": key[0], "at_epoch": epoch})
+        elif epoch > fs["from_epoch"]:
             out.append({"trial": key[0], "attempt": key[1], "at_epoch": epoch})
         else:
             out.append({"trial": key[0], "attempt": key[1], "at": t1 - t0})
@@ -115,7 +158,7 @@ def replay_plan(events: Sequence[tuple[float, str, dict]], *, source: str) -> Hp
                             field="job_start")
     att = _Attempts(events)
     n = max(t for t, _ in att.starts) + 1
-    epochs, ckpt_s = _epoch_times(att)
+    epochs, ckpt_s = _epoch_times(att, source)
     scheduler = head.get("scheduler", "fifo")
     rungs = head.get("rungs") or [1, None, 3]
     multi = scheduler in ("asha", "hyperband")
@@ -144,10 +187,17 @@ def replay_plan(events: Sequence[tuple[float, str, dict]], *, source: str) -> Hp
     if multi:
         spec_data["rungs"] = {"min_epochs": rungs[0], "max_epochs": rungs[1],
                               "reduction_factor": rungs[2]}
+        spec_data["promotion"] = head.get("promotion", "pause")
         del spec_data["epochs"]
     spec = validate(HpoSpec, spec_data, source=source, what="trace header")
     node_inj = tuple(NodeInjection(t, f["node"], f.get("repair_s", 0.0))
                      for t, k, f in events if k == ev.FAILURE and f.get("node", -1) >= 0)
+    # a lost driver that cut attempts short (it may have cut none: they had finished)
+    cut = any(k == ev.TRIAL_PREEMPTED and f.get("cause") == "driver_lost"
+              for _, k, f in events)
+    lost = tuple(NodeInjection(float(f.get("down_at_s", t)), -1, 0.0)
+                 for t, k, f in events if k == ev.SWEEP_RESUMED and cut)
+    node_inj = tuple(sorted(node_inj + lost, key=lambda n: (n.t_s, n.node)))
     objective = TableObjective(att.values, source=source, field="trial_result") \
         if att.values else None
     nodes = int(head.get("nodes") or 1)

@@ -13,7 +13,14 @@ run code or end in a traceback. So every read
   the data come from one composed tree), refusing **duplicate keys**, nesting deeper
   than :data:`MAX_DEPTH` and alias expansion beyond :data:`MAX_EXPANDED_NODES` (600
   bytes of nested aliases can expand to billions of nodes);
-* parses JSON lines with ``NaN``/``Infinity`` refused (they are not JSON).
+* parses JSON with ``NaN``/``Infinity`` refused (they are not JSON), a number too large
+  to be finite (``1e999``) refused, and **duplicate keys** refused;
+* refuses an integer of more than :data:`MAX_INT_DIGITS` digits in YAML and JSON before
+  converting it (Python's own limit of 4,300 digits would otherwise end in a traceback,
+  and no field of any input needs a number of 10¹⁰⁰ or more), and a YAML scalar that
+  looks like a date or number but is none (``9999-99-99``), naming the key;
+* reads CSV with a header whose column names are all different (a repeated column is
+  ambiguous: refused, naming both positions).
 
 Every problem is an :class:`~testbed.errors.InputError` naming the file (and line or
 field where there is one), which the CLI prints as one line with exit status 2.
@@ -25,7 +32,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,6 +54,9 @@ LIMIT_ENV = "TESTBED_MAX_INPUT_BYTES"
 MAX_DEPTH = 64
 #: Most nodes a YAML document may expand to once aliases are followed.
 MAX_EXPANDED_NODES = 1_000_000
+#: Most digits of an integer in any input: 10¹⁰⁰ is beyond every physical count and
+#: every seed; Python refuses to convert more than 4,300 digits (CVE-2020-10735).
+MAX_INT_DIGITS = 100
 
 
 def limit_bytes() -> int:
@@ -203,19 +215,58 @@ def _check_tree(node: yaml.Node, source: str) -> None:
     size(node, 0)
 
 
-def _line_map(node: yaml.Node, prefix: str, out: dict[str, int]) -> None:
-    """Record the 1-based line of every key path in a composed YAML node tree."""
+_INT_TAG = "tag:yaml.org,2002:int"
+_CHECKED_TAGS = (_INT_TAG, "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
+
+
+def digits_problem(text: str) -> str | None:
+    """Why the text of an integer is refused before it is converted (or None)."""
+    digits = sum(ch.isalnum() for ch in text)
+    if digits > MAX_INT_DIGITS:
+        return (f"an integer of {digits:,} digits is beyond any value an input may hold "
+                f"(at most {MAX_INT_DIGITS} digits)")
+    return None
+
+
+def _check_scalar(node: yaml.ScalarNode, loader: yaml.SafeLoader, path: str,
+                  source: str) -> None:
+    """A scalar that resolved to an integer, float or date must convert: refuse an
+    integer of too many digits before converting it, and a date such as ``9999-99-99``
+    (the resolver matches it, the conversion then fails), naming the key."""
+    if node.tag not in _CHECKED_TAGS:
+        return
+    line = node.start_mark.line + 1
+    if node.tag == _INT_TAG:
+        why = digits_problem(str(node.value))
+        if why:
+            raise InputError(why, source=source, field=path or None, line=line)
+    try:
+        loader.construct_object(node)
+    except (ValueError, OverflowError, TypeError, yaml.YAMLError) as exc:
+        what = "date" if node.tag.endswith("timestamp") else "number"
+        raise InputError(f"{node.value!r} is not a valid {what} ({exc})", source=source,
+                         field=path or None, line=line) from None
+
+
+def _line_map(node: yaml.Node, prefix: str, out: dict[str, int],
+              check: tuple[yaml.SafeLoader, str] | None = None) -> None:
+    """Record the 1-based line of every key path in a composed YAML node tree (and,
+    given ``check``, check every scalar on the way, see :func:`_check_scalar`)."""
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = str(key_node.value)
             path = f"{prefix}.{key}" if prefix else key
             out.setdefault(path, key_node.start_mark.line + 1)
-            _line_map(value_node, path, out)
+            if check is not None and isinstance(key_node, yaml.ScalarNode):
+                _check_scalar(key_node, check[0], path, check[1])
+            _line_map(value_node, path, out, check)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             path = f"{prefix}[{i}]"
             out.setdefault(path, item.start_mark.line + 1)
-            _line_map(item, path, out)
+            _line_map(item, path, out, check)
+    elif check is not None and isinstance(node, yaml.ScalarNode):
+        _check_scalar(node, check[0], prefix, check[1])
 
 
 def parse_yaml(text: str, *, source: str) -> YamlDocument:
@@ -228,7 +279,8 @@ def parse_yaml(text: str, *, source: str) -> YamlDocument:
             return YamlDocument(None, {})
         _check_tree(node, source)
         lines: dict[str, int] = {}
-        _line_map(node, "", lines)
+        _line_map(node, "", lines, (loader, source))
+        loader.constructed_objects.clear()     # the scalar checks constructed some
         data = loader.construct_document(node)
     except _DuplicateKey as dup:
         raise InputError(f"key {dup.key!r} appears twice (lines {dup.first} and {dup.again})",
@@ -257,38 +309,55 @@ def load_yaml(path: str | Path, *, source: str | None = None, field: str | None 
 # --------------------------------------------------------------------------- CSV, JSON
 
 def parse_csv(text: str, *, source: str, required: tuple[str, ...] = (),
-              delimiter: str = ",") -> Iterator[tuple[int, dict[str, str]]]:
-    """``(line number, row)`` for every data row; the header must name ``required``."""
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+              delimiter: str = ",", strip: bool = False
+              ) -> Iterator[tuple[int, dict[str, str]]]:
+    """``(line number, row)`` for every data row; the header must name ``required``, and
+    no column twice. ``strip``: column names and cells without surrounding blanks."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
-        header = reader.fieldnames or []
+        header: list[str] = []
+        for row in reader:             # blank lines before the header are skipped
+            if row:
+                header = row
+                break
     except csv.Error as exc:
         raise InputError(f"not CSV: {exc}", source=source, line=1) from None
+    if strip:
+        header = [name.strip() for name in header]
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header, start=1):
+        if name in seen:
+            raise InputError(f"column {name!r} appears twice in the header (columns "
+                             f"{seen[name]} and {i}): which one holds the values is "
+                             "ambiguous", source=source, field=name, line=reader.line_num)
+        seen[name] = i
     missing = [c for c in required if c not in header]
     if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}", source=source, line=1)
+        raise InputError(f"missing column(s) {', '.join(missing)}", source=source,
+                         line=reader.line_num or 1)
     try:
-        for row in reader:
-            if None in row:
-                raise InputError(f"row has {len(header) + len(row[None])} cells for "
-                                 f"{len(header)} columns", source=source, line=reader.line_num)
-            short = [k for k, v in row.items() if v is None]
-            if short:
-                raise InputError(f"row has {len(header) - len(short)} cells for "
-                                 f"{len(header)} columns (no {short[0]!r})", source=source,
-                                 line=reader.line_num)
-            yield reader.line_num, row
+        for cells in reader:
+            if not cells:
+                continue          # a blank line
+            if len(cells) != len(header):
+                short = f" (no {header[len(cells)]!r})" if len(cells) < len(header) else ""
+                raise InputError(f"expected {len(header)} fields, found {len(cells)}{short}",
+                                 source=source, line=reader.line_num)
+            if strip:
+                cells = [c.strip() for c in cells]
+            yield reader.line_num, dict(zip(header, cells, strict=True))
     except csv.Error as exc:
         raise InputError(f"not CSV: {exc}", source=source, line=reader.line_num) from None
 
 
 def read_csv(path: str | Path, *, source: str | None = None, field: str | None = None,
-             required: tuple[str, ...] = (), delimiter: str = ","
+             required: tuple[str, ...] = (), delimiter: str = ",", strip: bool = False
              ) -> list[tuple[int, dict[str, str]]]:
     """Every ``(line, row)`` of a CSV file read through the boundary."""
     source = source or str(path)
     text = read_text(path, source=source, field=field)
-    return list(parse_csv(text, source=source, required=required, delimiter=delimiter))
+    return list(parse_csv(text, source=source, required=required, delimiter=delimiter,
+                          strip=strip))
 
 
 def _no_constants(name: str) -> Any:
@@ -303,6 +372,55 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"duplicate key {key!r}")
         out[key] = value
     return out
+
+
+class _Refused:
+    """A JSON number the parser hands back unconverted (too many digits, or too large to
+    be finite); :func:`parse_json` finds it afterwards to name its key."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+class _Numbers:
+    """``parse_int``/``parse_float`` hooks of one parse: digits bounded before the
+    conversion, non-finite results refused."""
+
+    def __init__(self) -> None:
+        self.refused = False
+
+    def int(self, text: str) -> Any:
+        why = digits_problem(text)
+        if why:
+            self.refused = True
+            return _Refused(why)
+        return int(text)
+
+    def float(self, text: str) -> Any:
+        value = float(text)
+        if not math.isfinite(value):
+            self.refused = True
+            return _Refused(f"the number {text[:40]} is too large to be finite")
+        return value
+
+
+def _find_refused(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The key path and reason of the first refused number inside parsed JSON."""
+    if isinstance(value, _Refused):
+        return path, value.why
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _find_refused(v, f"{path}.{k}" if path else str(k))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _find_refused(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -320,10 +438,23 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
+#: Text that may hold a number the hooks must see: a run of more digits than an integer
+#: may have, or an exponent of 100 or more (only these can overflow or be refused; the
+#: hooks cost a Python call per number, so plain text is parsed without them).
+_RISKY_NUMBER = re.compile(rf"\d{{{MAX_INT_DIGITS + 1}}}|[eE]\+?0*[1-9]\d\d")
+
+
 def parse_json(text: str, *, source: str, line: int | None = None) -> Any:
-    """Strict JSON (no NaN/Infinity), at most :data:`MAX_DEPTH` levels deep."""
+    """Strict JSON (no NaN/Infinity, no duplicate keys, no number beyond
+    :data:`MAX_INT_DIGITS` digits or too large to be finite), at most :data:`MAX_DEPTH`
+    levels deep."""
+    numbers = _Numbers()
+    hooks: dict[str, Any] = {}
+    if _RISKY_NUMBER.search(text):
+        hooks = {"parse_int": numbers.int, "parse_float": numbers.float}
     try:
-        value = json.loads(text, parse_constant=_no_constants, object_pairs_hook=_unique_keys)
+        value = json.loads(text, parse_constant=_no_constants, object_pairs_hook=_unique_keys,
+                           **hooks)
     except (json.JSONDecodeError, ValueError) as exc:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise InputError(f"not JSON: {msg}", source=source, line=line) from None
@@ -332,6 +463,10 @@ def parse_json(text: str, *, source: str, line: int | None = None) -> Any:
                          line=line) from None
     if _depth(value, MAX_DEPTH) > MAX_DEPTH:
         raise InputError(f"nested deeper than {MAX_DEPTH} levels", source=source, line=line)
+    if numbers.refused:
+        found = _find_refused(value)
+        if found is not None:
+            raise InputError(found[1], source=source, field=found[0] or None, line=line)
     return value
 
 

@@ -1,6 +1,16 @@
-"""Compute time of the local work: a curve over the per-GPU batch with a per-step floor.
+"""Compute time of the local work: per layer from the IR, or a curve over the batch.
 
-One GPU's step on ``b`` samples takes
+On a profile with the per-layer data (``gpu.sm_count``, ``gpu.gemm_efficiency``, HBM
+bandwidth; issue 18) one GPU's step on ``b`` samples is what
+:func:`testbed.oracle.kernels.step_times` gives for the request's software stack: every
+layer's GEMMs and streams on their roofline with tile waves, the optimizer step, and
+``max(GPU, host)`` for the launches. A measurement of the model (a ``calibration.models``
+entry) scales it by measured / modelled at the measured batch, so the measurement
+fixes the level and the layers give the shape over batch, input size and precision;
+models without a measurement take the calibration's median ``compute_scale``.
+
+Profiles without that data keep the earlier curve, where one GPU's step on ``b``
+samples takes
 
     t(b) = max(s · (b + b½), t_launch) + t_optimizer
 
@@ -43,12 +53,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from testbed.model.ir import Model
 from testbed.oracle.conventions import Conventions
 from testbed.oracle.fitted import StepFit, records_step
+from testbed.oracle.kernels import StepTimes, step_times
 from testbed.oracle.profile import ModelStats
 from testbed.oracle.request import Request
 from testbed.oracle.state import dtype_bytes, state_per_parameter
 from testbed.systems.profile import GpuSpec, ModelCalibration
+from testbed.systems.software import SoftwareStack
 
 #: Training FLOPs per forward FLOP: forward plus a backward of twice the forward
 #: (input and weight gradients), the usual 1:2 forward:backward ratio.
@@ -71,6 +84,58 @@ def model_family(name: str) -> str:
     return "default"
 
 
+#: Batch at which the per-layer model's per-sample time is read as "large batch"
+#: (reported as ``s_per_sample``; the fixed part of a step is what is left).
+LARGE_BATCH = 4096
+
+
+@dataclass(frozen=True)
+class LayerModel:
+    """The per-layer compute of one model on one GPU and stack at one precision, scaled
+    by ``scale`` (measured / modelled; 1 when nothing was measured)."""
+
+    model: Model
+    gpu: GpuSpec
+    stack: SoftwareStack
+    precision: str
+    dtype_bytes: int
+    scale: float = 1.0
+
+    def steps(self, samples: float) -> StepTimes:
+        return _steps(self.model, samples, self.gpu, self.stack, self.precision,
+                      self.dtype_bytes)
+
+    def pass_s(self, samples: float) -> float:
+        """Scaled forward + backward seconds on ``samples`` samples (host-bound steps at
+        the host's pace; the optimizer apart)."""
+        t = self.steps(samples)
+        fb = float(t.forward_gpu_s.sum() + t.backward_gpu_s.sum())
+        host = t.host_s * fb / t.gpu_s if t.gpu_s > 0 else t.host_s
+        return self.scale * max(fb, host)
+
+    def optimizer_s(self) -> float:
+        return self.scale * self.steps(1.0).optimizer_gpu_s
+
+
+#: Per-layer step times by (model, GPU, stack ids, precision, bytes, samples); the
+#: objects are kept beside the result so a recycled id never returns another's times.
+_STEPS: dict[tuple, tuple[tuple, StepTimes]] = {}
+_STEPS_LIMIT = 8192
+
+
+def _steps(model: Model, samples: float, gpu: GpuSpec, stack: SoftwareStack,
+           precision: str, nbytes: int) -> StepTimes:
+    key = (id(model), id(gpu), id(stack), precision, nbytes, float(samples))
+    hit = _STEPS.get(key)
+    if hit is not None and hit[0][0] is model and hit[0][1] is gpu and hit[0][2] is stack:
+        return hit[1]
+    value = step_times(model, samples, gpu, stack, precision, nbytes)
+    if len(_STEPS) > _STEPS_LIMIT:
+        _STEPS.clear()
+    _STEPS[key] = ((model, gpu, stack), value)
+    return value
+
+
 @dataclass(frozen=True)
 class ComputeRate:
     """How long one GPU takes for its share of a step (see the module doc)."""
@@ -83,17 +148,28 @@ class ComputeRate:
     linear: bool = True
     #: measured per-step cost of the layers (added; see the module doc)
     fixed_s: float = 0.0
+    #: the per-layer model, when the profile has what it needs
+    layers: LayerModel | None = None
 
     def time_s(self, samples: float, work_fraction: float = 1.0,
                layer_fraction: float = 1.0) -> float:
         """Forward+backward seconds for one GPU to run ``work_fraction`` of the model's
         work on ``samples`` samples, with ``layer_fraction`` of its layers (a pipeline
-        stage runs only its own)."""
+        stage runs only its own). Per layer: the share of the layers at the batch that
+        gives each of them its share of the work (a model-parallel split shrinks every
+        split GEMM as a smaller batch would)."""
         fixed = self.fixed_s * layer_fraction
+        if self.layers is not None:
+            f = max(layer_fraction, 1e-12)
+            return f * self.layers.pass_s(samples * work_fraction / f) + fixed
         if self.linear:
             return samples * self.s_per_sample * work_fraction + fixed
         gpu = self.s_per_sample * (samples * work_fraction + self.half_batch * layer_fraction)
         return max(gpu, self.launch_s * layer_fraction) + fixed
+
+    def steps(self, samples: float) -> StepTimes | None:
+        """The per-layer times of a step on ``samples`` samples (None: no layer model)."""
+        return self.layers.steps(samples) if self.layers is not None else None
 
     def variable_s(self, samples: float, work_fraction: float = 1.0) -> float:
         """The part of :meth:`time_s` proportional to the samples (no fill, no floor)."""
@@ -169,8 +245,82 @@ def _calibrated(model_cal: ModelCalibration, stats: ModelStats, gpu: GpuSpec, na
     return replace(curve, s_per_sample=s, source=f"compute measured ({name}{scaled})")
 
 
+def _layer_rate(layers: LayerModel, source: str) -> ComputeRate:
+    """A per-layer :class:`ComputeRate`: ``s_per_sample`` is the large-batch per-sample
+    time, the optimizer step apart."""
+    s = layers.pass_s(LARGE_BATCH) / LARGE_BATCH
+    return ComputeRate(s, source, optimizer_s=layers.optimizer_s(), linear=False,
+                       layers=layers)
+
+
+#: Per-layer rates by (model, system, stack ids, precision, rules); the objects are
+#: kept beside the rate so a recycled id never returns another's.
+_RATES: dict[tuple, tuple[tuple, ComputeRate]] = {}
+#: Models at a measurement's input shape, by (name, shape).
+_REF_MODELS: dict[tuple, Model] = {}
+
+
+def _ref_model(model: Model, shape: tuple[int, ...]) -> Model:
+    if shape == model.input_shape:
+        return model
+    key = (model.name, shape)
+    if key not in _REF_MODELS:
+        from testbed.model.registry import get_model
+        if len(_REF_MODELS) > 256:
+            _REF_MODELS.clear()
+        _REF_MODELS[key] = get_model(model.name, shape)
+    return _REF_MODELS[key]
+
+
+def _per_layer(req: Request, rules: Conventions, model_cal: ModelCalibration | None,
+               precision: str, stack: SoftwareStack) -> ComputeRate:
+    """The per-layer rate of this request (cached per model, system, stack and
+    precision): see :func:`_per_layer_rate`."""
+    key = (id(req.model), id(req.system), id(stack), precision, rules.name,
+           id(model_cal))
+    hit = _RATES.get(key)
+    objs = (req.model, req.system, stack, model_cal)
+    if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
+        return hit[1]
+    rate = _per_layer_rate(req, rules, model_cal, precision, stack)
+    if len(_RATES) > 4096:
+        _RATES.clear()
+    _RATES[key] = (objs, rate)
+    return rate
+
+
+def _per_layer_rate(req: Request, rules: Conventions, model_cal: ModelCalibration | None,
+                    precision: str, stack: SoftwareStack) -> ComputeRate:
+    """The per-layer rate of this request: scaled to the model's measurement when the
+    profile's calibration has one, else by the calibration's median scale."""
+    system, model = req.system, req.model
+    layers = LayerModel(model, system.gpu, stack, precision, dtype_bytes(precision))
+    source = layers.steps(1.0).source
+    cal = system.calibration if rules.use_calibration else None
+    if model_cal is not None and model_cal.batch:
+        from testbed.units import parse_shape
+        ref_model = model
+        if model_cal.input_shape:
+            ref_model = _ref_model(model, tuple(parse_shape(model_cal.input_shape)))
+        ref = LayerModel(ref_model, system.gpu, stack, model_cal.precision,
+                         dtype_bytes(model_cal.precision))
+        modelled = ref.pass_s(model_cal.batch) + ref.optimizer_s()
+        scale = model_cal.s_per_sample * model_cal.batch / modelled
+        scaled = "" if precision == model_cal.precision else f", scaled to {precision}"
+        return _layer_rate(LayerModel(model, system.gpu, stack, precision,
+                                      dtype_bytes(precision), scale),
+                           f"compute measured ({model.name}{scaled}) × {source}")
+    if cal is not None and cal.compute_scale:
+        scale = cal.compute_scale.get(precision) or next(iter(cal.compute_scale.values()))
+        return _layer_rate(LayerModel(model, system.gpu, stack, precision,
+                                      dtype_bytes(precision), scale),
+                           f"{source} × fitted scale {scale:.3g}")
+    return _layer_rate(layers, source)
+
+
 def compute_rate(req: Request, rules: Conventions, stats: ModelStats,
-                 model_cal: ModelCalibration | None, precision: str) -> ComputeRate:
+                 model_cal: ModelCalibration | None, precision: str,
+                 stack: SoftwareStack | None = None) -> ComputeRate:
     """The :class:`ComputeRate` of this request (see the module doc for the order)."""
     model, system = req.model, req.system
     gpu = system.gpu
@@ -186,6 +336,9 @@ def compute_rate(req: Request, rules: Conventions, stats: ModelStats,
     if line is not None:
         return _step_rate(line, gpu, family, precision, linear)
     own = model_cal if model_cal is not None and _matches(model_cal, framework) else None
+    per_layer = not linear and gpu.per_layer and not model.profiled_s_per_sample
+    if stack is not None and per_layer and (own is None or (own.fixed_s is None and own.batch)):
+        return _per_layer(req, rules, own, precision, stack)
     if own is not None and (own.framework is None or own.precision == precision):
         return _calibrated(own, stats, gpu, model.name, family, precision, curve)
     law = records_step(system, model, framework, precision, law=True) if records else None

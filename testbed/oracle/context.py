@@ -16,6 +16,7 @@ from testbed.oracle.profile import ModelStats, model_stats
 from testbed.oracle.request import FAMILY, Request
 from testbed.oracle.state import dtype_bytes, input_bytes_per_value
 from testbed.systems.profile import ModelCalibration, StrategyCalibration, SystemProfile
+from testbed.systems.software import SoftwareStack
 
 #: How inputs are stored when the request does not say: decoded 8-bit images.
 DEFAULT_INPUT_FORMAT = "uint8"
@@ -41,6 +42,8 @@ class Context:
     sources: tuple[str, ...]
     #: bytes of one input sample as stored and moved (dataset, staging, host-to-device)
     input_bytes_per_sample: float
+    #: the software stack the step runs on (launches, fusion, loader, buckets)
+    stack: SoftwareStack
 
     @property
     def system(self) -> SystemProfile:
@@ -59,19 +62,48 @@ class Context:
         return self.req.system.node.gpus_per_node
 
 
-def _network_efficiency(req: Request, rules: Conventions,
-                        model_cal: ModelCalibration | None) -> tuple[dict[str, float], str]:
+def _network_efficiency(system: SystemProfile, rules: Conventions,
+                        model_cal: ModelCalibration | None, model_name: str | None
+                        ) -> tuple[dict[str, float], str]:
     """Fitted bandwidth efficiencies per tier: the model's own, else the median over the
     measured models, else none (the profile's nominal efficiencies)."""
     eff: dict[str, float] = {}
-    if rules.use_calibration and req.system.calibration is not None:
-        eff.update(req.system.calibration.network_efficiency)
+    if rules.use_calibration and system.calibration is not None:
+        eff.update(system.calibration.network_efficiency)
     if model_cal is not None and model_cal.network_efficiency:
         eff.update(model_cal.network_efficiency)
-        return eff, f"network fitted ({req.model.name})"
+        return eff, f"network fitted ({model_name})"
     if eff:
         return eff, "network fitted (median of models)"
     return eff, "network nominal"
+
+
+@dataclass(frozen=True)
+class Network:
+    """The calibrated network of a prediction and what it rests on."""
+
+    fabric: Fabric
+    source: str
+
+
+def network_for(system: SystemProfile, model_name: str | None = None,
+                rules: Conventions | None = None) -> Network:
+    """The network ``oracle predict`` and ``oracle collective`` share: the profile's
+    links with the calibration's fitted efficiencies (``model_name``'s own, else the
+    median over the measured models) and fitted α–β, under ``rules`` (default: the
+    testbed's)."""
+    rules = rules or conventions_for("testbed")
+    model_cal = system.model_calibration(model_name) if (
+        model_name and rules.use_calibration) else None
+    efficiency, source = _network_efficiency(system, rules, model_cal, model_name)
+    fitted = fitted_links(system) if rules.use_calibration else ()
+    fabric = Fabric.of(system, efficiency=efficiency, nominal=rules.nominal_network,
+                       algorithms=rules.algorithms, model=rules.network_model, fitted=fitted)
+    if fabric.fitted:
+        tiers = ", ".join(sorted({f.tier for f in fabric.fitted}))
+        source = (f"network α–β fitted ({fabric.fitted[0].backend}: {tiers}), elsewhere "
+                  + source.removeprefix("network "))
+    return Network(fabric, source)
 
 
 def _strategy_calibration(req: Request, rules: Conventions,
@@ -113,16 +145,10 @@ def build_context(req: Request) -> Context:
     precision = req.precision or req.system.gpu.training_precision
     stats = model_stats(req.model)
     model_cal = req.system.model_calibration(req.model.name) if rules.use_calibration else None
-    efficiency, net_source = _network_efficiency(req, rules, model_cal)
-    fitted = fitted_links(req.system) if rules.use_calibration else ()
-    fabric = Fabric.from_spec(req.system.network, req.system.node.gpus_per_node, efficiency,
-                              nominal=rules.nominal_network, algorithms=rules.algorithms,
-                              model=rules.network_model, fitted=fitted)
-    if fabric.fitted:
-        tiers = ", ".join(sorted({f.tier for f in fabric.fitted}))
-        net_source = (f"network α–β fitted ({fabric.fitted[0].backend}: {tiers}), elsewhere "
-                      + net_source.removeprefix("network "))
-    rate = compute_rate(req, rules, stats, model_cal, precision)
+    net = network_for(req.system, req.model.name, rules)
+    fabric, net_source = net.fabric, net.source
+    stack = req.system.software_stack(req.software)
+    rate = compute_rate(req, rules, stats, model_cal, precision, stack)
     strategy_cal, strat_source = _strategy_calibration(req, rules, model_cal)
     sources = tuple(s for s in (net_source, rate.source, strat_source) if s)
     share = stats.share_paradl if rules.compute_share == "paradl" else stats.share_testbed
@@ -130,4 +156,4 @@ def build_context(req: Request) -> Context:
                    delta=_bytes_per_value(req, rules, precision), precision=precision,
                    fabric=fabric, share=share, compute=rate, model_cal=model_cal,
                    strategy_cal=strategy_cal, sources=sources,
-                   input_bytes_per_sample=input_bytes_per_sample(req))
+                   input_bytes_per_sample=input_bytes_per_sample(req), stack=stack)

@@ -61,6 +61,8 @@ class Conventions:
     #: input pipeline (file system reads) and gradient/backward overlap modelled
     input_io: bool
     overlap: bool
+    #: a synchronous step waits for its slowest GPU (:mod:`testbed.oracle.sync`)
+    sync_wait: bool = False
     #: what the estimate's ``calibration`` field says when nothing else does
     basis: str = ""
 
@@ -72,7 +74,7 @@ TESTBED = Conventions(
     network_model="nccl", batch_curve=True,
     filter_comm="collectives", halo_face="full", structural_limits=True,
     gather_before_unsplit=True, memory="testbed", memory_unchecked=frozenset(),
-    input_io=True, overlap=True)
+    input_io=True, overlap=True, sync_wait=True)
 
 PARADL = Conventions(
     name="paradl", profile_section=True, use_calibration=False,

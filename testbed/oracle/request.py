@@ -16,6 +16,7 @@ from testbed.model.ir import Model
 from testbed.oracle.state import dtype_bytes, input_bytes_per_value, optimizer_slots
 from testbed.resilience.ckpt_cost import TIERS, WRITERS
 from testbed.systems.profile import SystemProfile
+from testbed.systems.software import MAX_BUCKET_MB
 from testbed.units import did_you_mean
 
 Strategy = Literal["serial", "data", "spatial", "filter", "channel", "pipeline", "df", "ds"]
@@ -55,6 +56,11 @@ class Request:
     format of a checkpoint (``None``: the profile's defaults,
     ``calibration.records_fit.framework`` and ``.checkpoint_format``); elsewhere they
     change nothing.
+
+    ``software`` names the software stack of the profile's ``software`` section (a key
+    or a framework alias: ``pytorch``, ``cuda-graphs``, ``mxnet``, …; ``None``: the
+    section's default) and ``bucket_MB`` overrides its gradient bucket size (PyTorch
+    DDP's ``bucket_cap_mb``, default 25).
     """
 
     model: Model
@@ -78,6 +84,8 @@ class Request:
     checkpoint_tier: str = "pfs"
     framework: str | None = None
     checkpoint_format: str | None = None
+    software: str | None = None
+    bucket_MB: float | None = None
 
 
 def _known(value: str, known: tuple[str, ...], what: str, field: str) -> None:
@@ -113,3 +121,9 @@ def validate(req: Request) -> None:
     optimizer_slots(req.optimizer)
     _known(req.checkpoint_writers, WRITERS, "checkpoint writers", "checkpoint_writers")
     _known(req.checkpoint_tier, TIERS, "checkpoint tier", "checkpoint_tier")
+    if req.bucket_MB is not None and not (isinstance(req.bucket_MB, int | float)
+                                          and not isinstance(req.bucket_MB, bool)
+                                          and 0 < req.bucket_MB <= MAX_BUCKET_MB):
+        raise InputError(f"gradient bucket size must be in (0, {MAX_BUCKET_MB:g}] MB, "
+                         f"got {req.bucket_MB}", field="bucket_MB")
+    req.system.software_stack(req.software)       # an unknown stack name is refused

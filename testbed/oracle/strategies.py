@@ -49,6 +49,8 @@ class Parts:
     grad: Comm = NO_COMM            # gradient all-reduce (overlappable with backward)
     other: Comm = NO_COMM           # model-parallel traffic (on the critical path)
     extra_bytes: float = 0.0        # communication / stash buffers
+    grad_ranks: int = 0             # ranks (and their stride) of ``grad``, which gradient
+    grad_stride: int = 1            # buckets can split (0: ``grad`` is not bucketable)
 
     @property
     def collectives(self) -> tuple:
@@ -74,10 +76,18 @@ def local_batch(ctx: Context, samples: int, ranks: int) -> float:
     return samples / ranks if ctx.rules.fractional_batch else math.ceil(samples / ranks)
 
 
+def gradient_value_bytes(ctx: Context) -> int:
+    """Bytes per gradient value all-reduced: the training precision's, or fp32 where the
+    stack keeps fp32 parameters (PyTorch AMP)."""
+    if ctx.rules.name == "testbed" and ctx.stack.fp32_gradients:
+        return max(ctx.delta, 4)
+    return ctx.delta
+
+
 def gradient_bytes(ctx: Context) -> float:
     elems = (ctx.stats.parameters if ctx.rules.gradient_elements == "parameters"
              else ctx.stats.w_elems.sum())
-    return elems * ctx.delta
+    return elems * gradient_value_bytes(ctx)
 
 
 def _weights_allreduce(ctx: Context, nbytes: float, n: int, stride: int = 1) -> Comm:
@@ -106,7 +116,8 @@ def _data(ctx: Context) -> Parts:
                  activation_samples=b, activation=activations(ctx),
                  samples_per_node=b * min(ctx.gpus_per_node, p), workspace_samples=b,
                  grad=_weights_allreduce(ctx, grad_bytes, p),
-                 extra_bytes=grad_bytes)  # packed gradient buffer
+                 extra_bytes=grad_bytes,  # packed gradient buffer
+                 grad_ranks=p)
 
 
 def _split(ctx: Context, strategy: str, parts: int,
@@ -143,7 +154,8 @@ def _spatial(ctx: Context) -> Parts:
                  activation=activations(ctx, split, p), samples_per_node=B,
                  workspace_samples=B,
                  other=halo_comm(ctx, split, B, p) + gather_before_unsplit(ctx, split, B, p),
-                 grad=_weights_allreduce(ctx, grad_bytes, p), extra_bytes=grad_bytes)
+                 grad=_weights_allreduce(ctx, grad_bytes, p), extra_bytes=grad_bytes,
+                 grad_ranks=p)
 
 
 def _groups(ctx: Context) -> tuple[int, int, float]:
@@ -169,8 +181,9 @@ def _data_filter(ctx: Context) -> Parts:
     split_params = float(st.params[split].sum())
     shard, rest = split_params / g, st.parameters - split_params
     fab = ctx.fabric
-    grad = (collective("allreduce_gradients", fab.allreduce(shard * ctx.delta, groups, g))
-            + collective("allreduce_gradients_replicated", fab.allreduce(rest * ctx.delta, ctx.p)))
+    vb = gradient_value_bytes(ctx)
+    grad = (collective("allreduce_gradients", fab.allreduce(shard * vb, groups, g))
+            + collective("allreduce_gradients_replicated", fab.allreduce(rest * vb, ctx.p)))
     return Parts(**_compute(ctx, b, frac / g + (1 - frac), _fraction(shard + rest, st.parameters)),
                  local_params=shard + rest, activation_samples=b,
                  activation=activations(ctx),
@@ -189,7 +202,8 @@ def _data_spatial(ctx: Context) -> Parts:
                  activation=activations(ctx, split, g),
                  samples_per_node=b * max(1, ctx.gpus_per_node // g), workspace_samples=b,
                  other=halo_comm(ctx, split, b, g) + gather_before_unsplit(ctx, split, b, g),
-                 grad=_weights_allreduce(ctx, grad_bytes, ctx.p), extra_bytes=grad_bytes)
+                 grad=_weights_allreduce(ctx, grad_bytes, ctx.p), extra_bytes=grad_bytes,
+                 grad_ranks=ctx.p)
 
 
 def _stage_cuts(share: np.ndarray, stages: int) -> list[int]:

@@ -94,7 +94,7 @@ def sweep(model: Model, system: SystemProfile, global_batches: Iterable[int], *,
           optimizer: str = "momentum", mode: str = "testbed",
           min_batch_per_gpu: int = DEFAULT_MIN_BATCH_PER_GPU,
           min_efficiency: float = DEFAULT_MIN_EFFICIENCY,
-          input_precision: str | None = None) -> SweepResult:
+          input_precision: str | None = None, software: str | None = None) -> SweepResult:
     """Estimate every strategy on 1, 2, 4, … ``max_gpus`` GPUs for each batch size, in
     the system's usual training precision unless ``precision`` says otherwise.
 
@@ -102,7 +102,8 @@ def sweep(model: Model, system: SystemProfile, global_batches: Iterable[int], *,
     are kept as infeasible with the reason (a pipeline takes at most that many
     micro-batches instead: ``m = min(4p, B // min_batch_per_gpu)``), and so are points
     whose parallel efficiency — samples/s per GPU over the best per-GPU rate at the same
-    global batch — is below ``min_efficiency``."""
+    global batch — is below ``min_efficiency``. ``software`` names the profile's software
+    stack (default: its own)."""
     if min_batch_per_gpu < 1:
         raise InputError(f"minimum batch per GPU must be >= 1, got {min_batch_per_gpu}",
                          field="min_batch_per_gpu")
@@ -118,7 +119,7 @@ def sweep(model: Model, system: SystemProfile, global_batches: Iterable[int], *,
             req = Request(model=model, system=system, strategy=strategy, gpus=p,
                           global_batch=batch, group_size=group, precision=precision,
                           optimizer=optimizer, mode=mode, micro_batches=micro,
-                          input_precision=input_precision)
+                          input_precision=input_precision, software=software)
             per_replica = batch / micro if micro else replica_batch(strategy, p, batch, group)
             if micro is None and strategy == "pipeline" or per_replica < min_batch_per_gpu:
                 out.append(skipped(req, f"skipped: {per_replica:g} samples per GPU < the "

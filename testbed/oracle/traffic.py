@@ -16,10 +16,11 @@ class Traffic:
     algorithm: str
     tier: str
     count: int
+    protocol: str = "Simple"
 
     def to_dict(self) -> dict:
         return {"phase": self.phase, "time_s": self.time_s, "algorithm": self.algorithm,
-                "tier": self.tier, "count": self.count}
+                "protocol": self.protocol, "tier": self.tier, "count": self.count}
 
 
 @dataclass(frozen=True)
@@ -41,4 +42,4 @@ def collective(phase: str, cost: CollectiveCost, count: int = 1) -> Comm:
     t = cost.time_s * count
     if t <= 0:
         return Comm(t)
-    return Comm(t, (Traffic(phase, t, cost.algorithm, cost.tier, count),))
+    return Comm(t, (Traffic(phase, t, cost.algorithm, cost.tier, count, cost.protocol),))

@@ -35,16 +35,21 @@ class ClusterState:
     lane: str
     speeds: tuple[float, float, float, float]
     phase: int
+    _idle_on: bool
     counts: dict[str, int]
     _seq: itertools.count[int]
     trace: tuple[TraceFailure, ...]
-    # random streams
-    r_life: np.random.Generator
-    r_select: np.random.Generator
+    # random streams (r_life, r_select, r_regen: properties of ClusterOps)
     u_nodes: Buffer
     u_repairs: Buffer
+    u_select: Buffer
     gaps: Buffer
     idle_gaps: Buffer
+    idle_life: Buffer
+    idle_fresh: Buffer
+    slot_rem: list[float]
+    places: list[float]
+    _back: int
     d_auto: Durations
     d_manual: Durations
     # per node (indexed by node id)
@@ -52,6 +57,7 @@ class ClusterState:
     bad: list[bool]
     ver: list[int]
     rem: list[float]
+    km: list[float]
     jkey: list[float]
     fails: list[int]
     repairs_done: list[int]
@@ -91,6 +97,10 @@ class ClusterState:
     if TYPE_CHECKING:
         # defined by ClusterOps (ops.py)
         def _rates(self, t: float) -> None: ...
+        @property
+        def r_life(self) -> np.random.Generator: ...
+        @property
+        def r_select(self) -> np.random.Generator: ...
         def _mult(self, node: int) -> float: ...
         def _log(self, t: float, event: str, **fields: Any) -> None: ...
         def _pick_cause(self, running: bool) -> int: ...

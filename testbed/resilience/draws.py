@@ -22,19 +22,48 @@ BLOCK = 256
 
 
 class Buffer:
-    """Block draws from one generator, handed out one at a time (in a fixed order)."""
+    """Block draws from one generator, handed out one at a time (in a fixed order).
 
-    __slots__ = ("rng", "fn", "buf")
+    ``rng`` may be the generator or the key ``(seed, rep, purpose, index)`` of a
+    :func:`~testbed.streams.stream`, made on the first draw: a replication pays only
+    for the streams it draws from (making one costs about 50 µs, the whole of a short
+    replication's cost when a dozen are made and never used)."""
 
-    def __init__(self, rng: np.random.Generator,
+    __slots__ = ("rng", "fn", "buf", "key")
+
+    def __init__(self, rng: np.random.Generator | tuple[int, int, str, int],
                  fn: Callable[[np.random.Generator, int], np.ndarray]) -> None:
-        self.rng, self.fn = rng, fn
+        self.rng: np.random.Generator | None = None
+        self.key: tuple[int, int, str, int] | None = None
+        if isinstance(rng, tuple):
+            self.key = rng
+        else:
+            self.rng = rng
+        self.fn = fn
         self.buf: list[float] = []
 
     def next(self) -> float:
         if not self.buf:
+            if self.rng is None:
+                assert self.key is not None        # one of the two is given
+                self.rng = stream(*self.key)
             self.buf = self.fn(self.rng, BLOCK).tolist()[::-1]
         return self.buf.pop()
+
+
+class LazyStream:
+    """A :func:`~testbed.streams.stream` made when first asked for (``get()``)."""
+
+    __slots__ = ("key", "rng")
+
+    def __init__(self, seed: int, rep: int, purpose: str, index: int = 0) -> None:
+        self.key = (seed, rep, purpose, index)
+        self.rng: np.random.Generator | None = None
+
+    def get(self) -> np.random.Generator:
+        if self.rng is None:
+            self.rng = stream(*self.key)
+        return self.rng
 
 
 class Durations:
@@ -46,8 +75,7 @@ class Durations:
         self.fixed = drawn.mean_s if drawn.is_fixed else None
         if self.fixed is None:
             dist = Interarrival(drawn.kind, drawn.mean_s, drawn.shape, drawn.sigma)
-            self.buf = Buffer(stream(seed, rep, purpose, index),
-                               lambda g, n: dist.draw(g, n))
+            self.buf = Buffer((seed, rep, purpose, index), lambda g, n: dist.draw(g, n))
 
     def next(self) -> float:
         return self.fixed if self.fixed is not None else self.buf.next()

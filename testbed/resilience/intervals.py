@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import lambertw
-
 
 def _check(**values: float) -> None:
     for name, value in values.items():
@@ -51,6 +49,7 @@ def daly_exact_interval_s(cost_s: float, mtbf_s: float) -> float:
     τ = M·(1 + W₀(−e^{−1−δ/M})) with W₀ the principal branch of Lambert's W.
     """
     _check(cost_s=cost_s, mtbf_s=mtbf_s)
+    from scipy.special import lambertw  # lazily: scipy costs 0.15 s to import
     w = lambertw(-math.exp(-1.0 - cost_s / mtbf_s), 0).real
     return mtbf_s * (1.0 + w)
 

@@ -17,10 +17,22 @@ A node is in exactly one state at a time:
 executes it for the engines (both engines run the same state machine with the same
 seeded streams, so they see the same nodes fail, repair and come back).
 
-Design choices (see the README, "Cluster operations"):
+Design choices (see the README, "Cluster operations"), each beside AIReSim's
+convention, which :class:`Conventions` names so a scenario can choose it:
 
 * host selection fills only the job's empty slots and refills its standbys from the idle
-  pool; nodes that are running stay (AIReSim re-picks the whole job, an O(N) step);
+  pool; nodes that are running stay (``host_selection: whole_job``: AIReSim re-picks the
+  job and its standbys from every available node, an O(N) step);
+* spare-pool nodes are preempted whenever the idle pool cannot fill the empty slots and
+  the standbys (``preemption: when_job_short``: AIReSim preempts only when the job
+  itself cannot be filled, then until it and its standbys can);
+* the first host selection (before the job starts) is free and not counted
+  (``initial_selection: counted``: AIReSim counts it and charges its cost);
+* the cluster is depleted when the job is short and no node is in repair
+  (``depletion: below_job_and_standbys``: AIReSim, when fewer nodes than the job and
+  its standbys are not retired);
+* a stall is counted once per episode (``stalls: wake_ups``: AIReSim counts every
+  wake-up of the stalled job when a repair ends);
 * a repaired node becomes a standby when the job is short of standbys, else idle;
 * with an unlimited idle pool (``spares`` omitted) replacements are fresh nodes and
   repaired nodes vanish into the pool, so repairs never delay the job;
@@ -84,6 +96,51 @@ ESCALATE: tuple[str, ...] = get_args(Escalate)
 #: How a retirement's window and score rules combine.
 Combine = Literal["any", "all"]
 COMBINE: tuple[str, ...] = get_args(Combine)
+#: The testbed's conventions and AIReSim's, per operation (see :class:`Conventions`).
+HostScope = Literal["empty_slots", "whole_job"]
+HOST_SCOPES: tuple[str, ...] = get_args(HostScope)
+PreemptRule = Literal["to_refill_standbys", "when_job_short"]
+PREEMPT_RULES: tuple[str, ...] = get_args(PreemptRule)
+InitialSelection = Literal["free", "counted"]
+INITIAL_SELECTIONS: tuple[str, ...] = get_args(InitialSelection)
+DepletionRule = Literal["no_repair_pending", "below_job_and_standbys"]
+DEPLETION_RULES: tuple[str, ...] = get_args(DepletionRule)
+StallCount = Literal["episodes", "wake_ups"]
+STALL_COUNTS: tuple[str, ...] = get_args(StallCount)
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """How operations are counted and decided where the testbed and AIReSim differ (the
+    module docstring and the README's table say what each changes)."""
+
+    host_selection: str = "empty_slots"
+    preemption: str = "to_refill_standbys"
+    initial_selection: str = "free"
+    depletion: str = "no_repair_pending"
+    stalls: str = "episodes"
+
+    @property
+    def is_default(self) -> bool:
+        return self == TESTBED
+
+
+#: The testbed's own conventions, and AIReSim's (Lin, Pattabiraman, Patel 2026).
+TESTBED = Conventions()
+AIRESIM = Conventions("whole_job", "when_job_short", "counted", "below_job_and_standbys",
+                      "wake_ups")
+CONVENTION_PRESETS = {"testbed": TESTBED, "airesim": AIRESIM}
+
+
+@dataclass(frozen=True)
+class Regeneration:
+    """Bad nodes appear over time (AIReSim's ``bad_server_regeneration``): every
+    ``every_s`` of wall time, max(1, ⌊good · fraction · share⌋) good nodes that are not
+    retired turn bad (``fraction``: the scenario's bad-node fraction; AIReSim's share
+    is 0.1)."""
+
+    every_s: float
+    share: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -147,6 +204,8 @@ class Lifecycle:
     bad_multiplier: float = 0.0
     node_rates: tuple[float, ...] | None = None
     retirement: Retirement | None = None
+    conventions: Conventions = TESTBED
+    regeneration: Regeneration | None = None
 
     @property
     def pipeline(self) -> bool:
@@ -174,7 +233,8 @@ class Lifecycle:
                 and self.host_policy == "random" and self.host_policy_fn is None
                 and self.automatic is None and self.technicians is None
                 and self.diagnosis_miss == 0 and self.diagnosis_wrong == 0
-                and not self.heterogeneous and self.retirement is None)
+                and not self.heterogeneous and self.retirement is None
+                and self.conventions.is_default and self.regeneration is None)
 
     @property
     def total_nodes(self) -> float:

@@ -28,9 +28,28 @@ nodes belong to other work and never fail here.
   per-node rates): a heap keyed by the reading of its group's clock at which the node
   fails; a node moving between groups keeps its remaining age.
 
-Stationary start (the default): every node's first failure comes from the equilibrium
-residual-life distribution (:meth:`Interarrival.equilibrium`), so the job sees the
-renewal rate N/MTBF from t = 0; ``failures.start: fresh`` starts every clock new.
+**Stationary places** (the default, ``failures.start: stationary``; clocks lane). The
+renewal clocks belong to *places*, and nodes move between them: each of the job's N
+slots, and each place of the pool (standbys and idle nodes), is a renewal process in
+the time it is occupied, started in equilibrium (:meth:`Interarrival.equilibrium`,
+density S(t)/μ) and renewed with a fresh life at each failure in it. A node that joins
+the job continues the clock of the slot it fills (a failure emptied it: the slot has
+just renewed); a node that enters the pool takes a free place and continues its clock
+(a new place starts in equilibrium); a place whose node failed renews. The job
+therefore sees N·T/μ in T of running time with any pool, and the pool fails at
+``idle_rate_factor``·p_hw/μ per idle node, whatever moves between them (a pool node
+whose clock was frozen at t = 0 used to carry an equilibrium residual — longer than a
+life under a decreasing hazard — into the job, and a freshly repaired node waiting in
+the pool failed at the hazard of age 0). ``failures.start: fresh`` starts every clock
+new at t = 0. A node carries its record (failures, score) and its rate (bad nodes,
+per-node rates) from place to place, not an age.
+
+**Conventions** (:class:`~testbed.resilience.lifecycle.Conventions`): where the
+testbed and AIReSim differ (host selection of the empty slots or the whole job, when
+spare-pool nodes are preempted, whether the first host selection counts, when the
+cluster is depleted, how stalls are counted), each engine runs the convention the
+scenario names. Bad nodes can regenerate over time (AIReSim's
+``bad_server_regeneration``).
 """
 
 from __future__ import annotations
@@ -40,12 +59,14 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import NamedTuple
+
+import numpy as np
 
 from testbed import events as ev
 from testbed.resilience.distributions import ZERO
-from testbed.resilience.draws import Buffer, Clock, Durations
+from testbed.resilience.draws import Buffer, Clock, Durations, LazyStream
 from testbed.resilience.exposure import (
     DONE,
     RESTARTING,
@@ -56,12 +77,21 @@ from testbed.resilience.exposure import (
     phase_speeds,
 )
 from testbed.resilience.failures import FailureModel
-from testbed.resilience.lifecycle import S_IDLE, S_RUN, S_SPARE, S_STANDBY, Lifecycle
+from testbed.resilience.lifecycle import (
+    S_IDLE,
+    S_MANUAL,
+    S_RETIRED,
+    S_RUN,
+    S_SPARE,
+    S_STANDBY,
+    STAGE_NAMES,
+    Lifecycle,
+)
 from testbed.resilience.maintenance import Windows
+from testbed.resilience.policies import NodeRecord, checked_choice
 from testbed.resilience.pools import Pools
 from testbed.resilience.repairs import RepairShop
 from testbed.resilience.spec import RunLimits
-from testbed.streams import stream
 
 INF = math.inf
 BLOCK = 256
@@ -72,6 +102,8 @@ DETECT, SWAP, HOST_SELECTION, PREEMPTION, STALL = ("detect", "swap", "host_selec
 MAINTENANCE, REQUEUE, LOAD, PLANNED_CKPT, DEPLETED = ("maintenance", "requeue", "load",
                                                       "planned_checkpoint", "depleted")
 RESTART_KINDS = frozenset({DETECT, SWAP, HOST_SELECTION, REQUEUE, LOAD})
+#: Outcomes of :meth:`ClusterOps.recover`.
+RECOVERED, CUT, EXHAUSTED = 0, 1, 2
 WAIT_KINDS = frozenset({PREEMPTION, STALL, MAINTENANCE})
 
 
@@ -109,6 +141,10 @@ class ClusterOps(Pools, RepairShop):
         self.cum_full, self.cum_hw, self.p_hw = cause_tables(failures)
         self.speeds = phase_speeds(failures, self.p_hw)
         self.lane = lane_of(failures, life)
+        self._poisson = self.lane == "poisson"
+        self._diagnosed = bool(life.diagnosis_miss or life.diagnosis_wrong)
+
+        self._induced = [c.job_induced for c in self.causes] or [False]
         self.phase = RUNNING
         self.run_start = 0.0
         self.counts = dict.fromkeys(
@@ -118,6 +154,19 @@ class ClusterOps(Pools, RepairShop):
              "bad_nodes_cured", "retirements", "preemptions", "host_selections", "swaps",
              "stalls"), 0)
         self._stalling = False
+        self._in_loop = False          # the job could not be filled: AIReSim's wait loop
+        self._preempting = False       # this round preempted (a wait, not a stall)
+        self._back = self._back_seen = 0   # nodes back from repair (or retired) so far
+        conv = life.conventions
+        self._whole_job = conv.host_selection == "whole_job"
+        self._when_short = conv.preemption == "when_job_short"
+        self._wake_ups = conv.stalls == "wake_ups"
+        self._aire_depletion = conv.depletion == "below_job_and_standbys"
+        regen = life.regeneration if life.bad_fraction > 0 else None
+        self._regen_every = regen.every_s if regen is not None else INF
+        self._regen_share = regen.share if regen is not None else 0.0
+        self._regen_next = self._regen_every
+        self._pending_bad: list[int] = []
         self._seq = itertools.count()
         self.followers: list[tuple[float, int]] = []
         self.trace = failures.trace or ()
@@ -125,34 +174,77 @@ class ClusterOps(Pools, RepairShop):
         #: anything but repairs can happen outside the job (idle failures, bursts, traces)
         self._external = bool(self.trace or failures.burst_probability)
         self._idle_on = self.speeds[3] > 0 and life.spares is not None and self.lane != "job"
-        self._busy_outside = self._external or self._idle_on
+        self._busy_outside = (self._external or self._idle_on
+                              or (life.regeneration is not None and life.bad_fraction > 0))
+        #: one repair stage per failure, no technician queue: inlined in _fail_plain
+        self._simple_shop = (life.spares is not None and not life.pipeline
+                             and life.technicians is None)
+        #: … and nothing to decide when it ends (no retirement, bad nodes, idle clocks)
+        self._simple_return = (self._simple_shop and life.retirement is None
+                               and not life.heterogeneous and not self._idle_on)
+        #: host selection :meth:`_fill_plain` handles (random, no clocks, no conventions)
+        self._plain_pool = (self._poisson and life.spares is not None
+                            and life.host_policy == "random" and life.host_policy_fn is None
+                            and life.conventions.is_default and not self._idle_on)
+        #: failures :meth:`_fail_plain` handles (poisson lane, nothing external)
+        self._plain = (self._poisson and not failures.trace and not failures.burst_probability
+                       and not self._diagnosed and life.retirement is None)
+        #: a restarting or waiting job cannot be struck (exposure: running, no bursts
+        #: or trace): its holds need not look for the next failure
+        self._quiet = (self.speeds[RESTARTING] == 0.0 and self.speeds[WAITING] == 0.0
+                       and not self._external)
         self._streams(seed, rep)
         self._init_nodes()
         self._init_lane()
 
     # ----------------------------------------------------------------- setup
     def _streams(self, seed: int, rep: int) -> None:
-        fm = self.fm
-        self.r_life = stream(seed, rep, "lifecycle")
-        self.u_nodes = Buffer(stream(seed, rep, "nodes"), lambda g, n: g.random(n))
-        self.u_causes = Buffer(stream(seed, rep, "causes"), lambda g, n: g.random(n))
-        self.r_bursts = stream(seed, rep, "bursts")
-        life = self.life
-        self.u_repairs = Buffer(stream(seed, rep, "repairs"), lambda g, n: g.random(n))
+        """The replication's named streams (each made on its first draw)."""
+        fm, life = self.fm, self.life
+
+        def uniform(purpose: str, index: int = 0) -> Buffer:
+            return Buffer((seed, rep, purpose, index), lambda g, n: g.random(n))
+
+        self.s_life = LazyStream(seed, rep, "lifecycle")
+        self.u_nodes = uniform("nodes")
+        self.u_causes = uniform("causes")
+        self.s_bursts = LazyStream(seed, rep, "bursts")
+        self.u_repairs = uniform("repairs")
         self.d_auto = Durations(life.automatic.duration if life.automatic else ZERO, seed, rep,
                                  "repairs", 1)
         self.d_manual = Durations(life.manual.duration if life.manual else ZERO, seed, rep,
                                    "repairs", 2)
-        self.u_diag = Buffer(stream(seed, rep, "diagnosis"), lambda g, n: g.random(n))
-        self.r_select = stream(seed, rep, "selection")
+        self.u_diag = uniform("diagnosis")
+        self.s_select = LazyStream(seed, rep, "selection")
         self.d_swap = Durations(life.swap, seed, rep, "costs", 0)
         self.d_hs = Durations(life.host_selection, seed, rep, "costs", 1)
         self.d_preempt = Durations(life.preemption, seed, rep, "costs", 2)
-        self.u_class = Buffer(stream(seed, rep, "classes"), lambda g, n: g.random(n))
+        self.u_class = uniform("classes")
+        self.u_select = uniform("selection", 1)
+        self.s_regen = LazyStream(seed, rep, "regeneration")
         if fm.interarrival is not None:
             dist = fm.interarrival
-            self.gaps = Buffer(stream(seed, rep, "failures"), lambda g, n: dist.draw(g, n))
-            self.idle_gaps = Buffer(stream(seed, rep, "idle"), lambda g, n: dist.draw(g, n))
+            self.gaps = Buffer((seed, rep, "failures", 0), lambda g, n: dist.draw(g, n))
+            self.idle_gaps = Buffer((seed, rep, "idle", 0), lambda g, n: dist.draw(g, n))
+            #: the pool's places: new ones start stationary, each renews at a failure
+            self.idle_life = Buffer((seed, rep, "idle", 1), lambda g, n: dist.equilibrium(g, n))
+            self.idle_fresh = Buffer((seed, rep, "idle", 2), lambda g, n: dist.draw(g, n))
+
+    @property
+    def r_life(self) -> np.random.Generator:
+        return self.s_life.get()
+
+    @property
+    def r_bursts(self) -> np.random.Generator:
+        return self.s_bursts.get()
+
+    @property
+    def r_select(self) -> np.random.Generator:
+        return self.s_select.get()
+
+    @property
+    def r_regen(self) -> np.random.Generator:
+        return self.s_regen.get()
 
     def _init_nodes(self) -> None:
         life, n = self.life, self.n
@@ -168,6 +260,9 @@ class ClusterOps(Pools, RepairShop):
                 self.bad[i] = True
         self.ver = [0] * total
         self.rem = [0.0] * total       # remaining own-clock age (clocks lane)
+        self.km = [1.0] * total        # the rate multiplier its clock entry was built with
+        self.slot_rem = [0.0] * n      # remaining life of an empty slot's renewal clock
+        self.places: list[float] = []  # remaining lives of the pool's free places
         self.jkey = [0.0] * total      # heap key while in a group (clocks lane)
         self.fails = [0] * total
         self.repairs_done = [0] * total
@@ -239,17 +334,18 @@ class ClusterOps(Pools, RepairShop):
             self.jheap = [(first[i] / self._mult(i), i, 0) for i in range(self.n)]
             for i in range(self.n):
                 self.jkey[i] = self.jheap[i][0]
+                self.km[i] = self._mult(i)
             heapq.heapify(self.jheap)
-            if self.speeds[3] > 0:
+            if self._idle_clocked():
                 for node in self.standby + self.idle:
-                    self._idle_clock_in(node, 0.0)
+                    self._idle_clock_in(node, 0.0, first[node])
         self._rates(0.0)
 
     # ----------------------------------------------------------------- clocks
     def _rates(self, t: float) -> None:
         """Set the group clocks' rates for the current phase and membership."""
         speed = self.speeds[self.phase] if self.phase != DONE else 0.0
-        if self.lane == "poisson":
+        if self._poisson:
             self.jclock.set(t, speed * len(self.filled))
             if self._idle_on:
                 self.iclock.set(t, self.speeds[3] * (len(self.standby) + len(self.idle)))
@@ -260,25 +356,31 @@ class ClusterOps(Pools, RepairShop):
 
     def set_phase(self, t: float, phase: int) -> None:
         """The job enters ``phase`` at ``t`` (clock speeds change; a running chunk ends)."""
-        self._advance(t)
+        if self._busy_outside or (self.rheap and self.rheap[0][0] <= t):
+            self._advance(t)
         if phase == self.phase:
             return
         if self.phase == RUNNING and self.score_rule is not None:
             self.G += int((t - self.run_start) // self.score_rule.period_s)
         if phase == RUNNING:
             self.run_start = t
+            if self._pending_bad:
+                self._apply_pending_bad(t)
         self.phase = phase
         self._rates(t)
 
     def _job_time(self) -> float:
         """Wall time of the next failure of the job's own clock (lane)."""
+        if self._poisson:
+            clock = self.jclock
+            if not self.filled or clock.rate <= 0.0:
+                return INF
+            return clock.t_ref + (self.key - clock.value) / clock.rate
         if self.lane == "clocks":
             heap = self.jheap
             while heap and heap[0][2] != self.ver[heap[0][1]]:
                 heapq.heappop(heap)
             return self.jclock.time_of(heap[0][0]) if heap else INF
-        if self.lane == "poisson" and not self.filled:
-            return INF
         return self.jclock.time_of(self.key) if self.lane != "none" else INF
 
     def _idle_time(self) -> float:
@@ -317,13 +419,17 @@ class ClusterOps(Pools, RepairShop):
             heap = self.rheap
             while heap and heap[0][0] <= t:
                 done, _, node, stage = heapq.heappop(heap)
-                self._stage_done(done, node, stage)
+                if self._simple_return:
+                    self._return_plain(done, node)
+                else:
+                    self._stage_done(done, node, stage)
             return
         while True:
             tr = self.rheap[0][0] if self.rheap else INF
             ti = self._idle_time()
             te = self._external_time()[0] if not self.filled else INF
-            nxt = min(tr, ti, te)
+            tg = self._regen_next
+            nxt = min(tr, ti, te, tg)
             if nxt > t:
                 return
             if tr == nxt:
@@ -331,12 +437,68 @@ class ClusterOps(Pools, RepairShop):
                 self._stage_done(done, node, stage)
             elif ti == nxt:
                 self._idle_failure(ti)
+            elif tg == nxt:
+                self._regenerate(tg)
             else:
                 src = self._external_time()[1]
                 if src == 1:
                     heapq.heappop(self.followers)
                 else:
                     self.trace_i += 1
+
+    def _return_plain(self, t: float, node: int) -> None:
+        """:meth:`_stage_done` → :meth:`_finish` → :meth:`_into_pool` of a one-stage
+        repair with no technician queue, retirement or bad nodes, inlined."""
+        self.busy -= 1
+        self.in_repair -= 1
+        self.counts["repairs_successful"] += 1
+        self.repairs_done[node] += 1
+        self._back += 1
+        if self.log is not None:
+            self._log(t, ev.REPAIR_END, node=node, stage=STAGE_NAMES[0], fixed=True)
+        if len(self.standby) < self.life.standbys:
+            self._push_standby(node)
+            where = "standby"
+        else:
+            self._push_idle(node)
+            where = "idle"
+        if self.log is not None:
+            self._log(t, ev.NODE_UP, node=node, to=where)
+
+    def _regenerate(self, t: float) -> None:
+        """Bad-node regeneration at ``t``: max(1, ⌊good · fraction · share⌋) good nodes
+        that are not retired turn bad (AIReSim's rule), drawn uniformly."""
+        self._regen_next = t + self._regen_every
+        good = [i for i, bad in enumerate(self.bad) if not bad and self.state[i] != S_RETIRED]
+        if not good:
+            return
+        k = min(len(good), max(1, int(len(good) * self.life.bad_fraction * self._regen_share)))
+        for node in sorted(self.r_regen.choice(len(good), size=k, replace=False).tolist()):
+            self._set_bad(t, good[node])
+        self._rates(t)
+
+    def _set_bad(self, t: float, node: int) -> None:
+        """``node`` turns bad. An idle node's clock runs at its new speed at once; a node
+        of the job keeps the rate its current run started with (as AIReSim draws a run's
+        failure time from the rates at its start) and speeds up when the job next
+        starts running (:meth:`set_phase`)."""
+        self.bad[node] = True
+        if self.lane != "clocks":
+            return
+        if self.state[node] == S_RUN and self.slot_of[node] >= 0:
+            self._pending_bad.append(node)
+        elif self.state[node] in (S_STANDBY, S_IDLE) and self._idle_clocked():
+            self._clock_out(node, self.iclock, t)
+            self._idle_clock_in(node, t, self.rem[node])
+
+    def _apply_pending_bad(self, t: float) -> None:
+        """Job nodes that turned bad during the last run take their new rate now."""
+        for node in self._pending_bad:
+            if self.state[node] == S_RUN and self.slot_of[node] >= 0 \
+                    and self.km[node] != self._mult(node):
+                self._clock_out(node, self.jclock, t)
+                self._job_clock_in(node, t)
+        self._pending_bad.clear()
 
     def _log(self, t: float, event: str, **fields) -> None:
         if self.log is not None:
@@ -359,12 +521,17 @@ class ClusterOps(Pools, RepairShop):
     def fail(self, t: float) -> JobFailure:
         """The failure at ``t = next_failure_s()``: diagnosis, repairs, empty slots; the
         job enters ``RESTARTING``."""
+        if self._plain:
+            return self._fail_plain(t)
         self._advance(t)
-        tj = self._job_time()
-        te, src = self._external_time() if self.filled else (INF, 0)
         running = self.phase == RUNNING
         repair_s = None
-        primary = tj <= te
+        if self._external and self.filled:
+            tj = self._job_time()
+            te, src = self._external_time()
+            primary = tj <= te
+        else:
+            primary, src = True, 0
         if primary:
             node = self._primary_node(t)
             cause = self._pick_cause(running)
@@ -377,10 +544,13 @@ class ClusterOps(Pools, RepairShop):
             rec = self.trace[self.trace_i]
             self.trace_i += 1
             node, cause, repair_s = self._trace_node(rec.node), rec.cause, rec.repair_s
-        self.counts["failures"] += 1
-        self.limits.check(self.counts["failures"] + self.counts["failures_idle"], t, self.rep)
-        ji = bool(self.causes and self.causes[cause].job_induced)
-        self.counts["failures_job_induced" if ji else "failures_hardware"] += 1
+        counts = self.counts
+        counts["failures"] += 1
+        total = counts["failures"] + counts["failures_idle"]
+        if total > self.limits.max_failures or t > self.limits.max_simulated_s:
+            self.limits.check(total, t, self.rep)
+        ji = self._induced[cause]
+        counts["failures_job_induced" if ji else "failures_hardware"] += 1
         if node >= 0 and self.bad[node] and self.life.bad_multiplier > 0:
             m = self.life.bad_multiplier
             if self.u_class.next() < m / (1.0 + m):
@@ -389,7 +559,10 @@ class ClusterOps(Pools, RepairShop):
             self._maybe_burst(t)
         blamed, missed = -1, False
         if node >= 0 and not ji:
-            blamed, missed = self._diagnose(t, node)
+            if self._diagnosed:
+                blamed, missed = self._diagnose(t, node)
+            else:
+                blamed = node
         if node >= 0 and self.score_rule is not None:
             self._settle(node)
             if blamed >= 0 and blamed != node:
@@ -398,10 +571,63 @@ class ClusterOps(Pools, RepairShop):
             self._record(t, blamed)
             self._leave_job(t, blamed)
             self._to_repair(t, blamed, cause, repair_s)
-        self.set_phase(t, RESTARTING)
+        if self.phase == RESTARTING:
+            self._rates(t)             # the job lost a node (the poisson lane's rate)
+        else:
+            self.set_phase(t, RESTARTING)
         if node >= 0 and node != blamed and self.score_rule is not None:
             self.gjoin[node] = self.G      # no credit for the chunk in which it failed
         return JobFailure(t, node, cause, ji, blamed, missed, blamed >= 0)
+
+    def _fail_plain(self, t: float) -> JobFailure:
+        """:meth:`fail` for identical exponential nodes with nothing else striking and
+        no diagnosis, bad nodes or scores: the same steps, the same draws, inlined."""
+        if self.rheap and self.rheap[0][0] <= t or self._busy_outside:
+            self._advance(t)
+        running = self.phase == RUNNING
+        self.key += self.gaps.next()
+        filled = self.filled
+        node = -1
+        if filled:
+            k = len(filled)
+            node = self.slots[filled[min(int(self.u_nodes.next() * k), k - 1)]]
+        cause = 0
+        if len(self.causes) > 1:
+            cause = bisect.bisect_right(self.cum_full if running else self.cum_hw,
+                                        self.u_causes.next())
+        counts = self.counts
+        counts["failures"] += 1
+        total = counts["failures"] + counts["failures_idle"]
+        if total > self.limits.max_failures or t > self.limits.max_simulated_s:
+            self.limits.check(total, t, self.rep)
+        ji = self._induced[cause]
+        blamed = -1
+        if ji:
+            counts["failures_job_induced"] += 1
+        else:
+            counts["failures_hardware"] += 1
+            if node >= 0:
+                blamed = node
+                self.fails[node] += 1
+                self.last_fail[node] = t
+                if self.recent is not None:
+                    self.recent[node].append(t)
+                self._leave_job(t, node)
+                repair_s = self.causes[cause].repair_s if self.causes else 0.0
+                if self._simple_shop and repair_s > 0.0:   # _to_repair, one stage, inlined
+                    self.in_repair += 1
+                    self.state[node] = S_MANUAL
+                    self.busy += 1
+                    if self.log is not None:
+                        self._log(t, ev.REPAIR_BEGIN, node=node, stage=STAGE_NAMES[0])
+                    heapq.heappush(self.rheap, (t + repair_s, next(self._seq), node, 0))
+                else:
+                    self._to_repair(t, node, cause, None)
+        if self.phase == RESTARTING:
+            self._rates(t)
+        else:
+            self.set_phase(t, RESTARTING)
+        return JobFailure(t, node, cause, ji, blamed, False, blamed >= 0)
 
     def _primary_node(self, t: float) -> int:
         """The node whose clock fired (renewed), or a random one of the job."""
@@ -469,14 +695,22 @@ class ClusterOps(Pools, RepairShop):
     # ----------------------------------------------------------------- replacement
     def replace(self, t: float) -> tuple[list[tuple[str, int, float]], bool, bool]:
         """Fill the job's empty slots: warm standbys first, then host selection from the
-        idle pool (preempting spare-pool nodes when it is short). Returns (holds as
-        (kind, phase, seconds), still short?, depleted?)."""
+        idle pool (preempting spare-pool nodes when it is short), under the scenario's
+        conventions. Returns (holds as (kind, phase, seconds), still short?,
+        depleted?)."""
         self._advance(t)
         holds: list[tuple[str, int, float]] = []
         need = len(self.empty)
         if not need:
-            self._stalling = False
+            self._stalling = self._in_loop = False
             return holds, False, False
+        if self._plain_pool and need <= len(self.idle) and not self.standby \
+                and not self.life.standbys:
+            return self._fill_plain(t, need, holds)
+        self._preempting = False
+        if self._when_short and self._in_loop and not self._ready(need):
+            self._wait_round(t, need, holds)      # AIReSim: wait for job and standbys
+            return self._after_round(t, need, holds)
         k = min(need, len(self.standby))
         if k:
             nodes = [self._pop_standby() for _ in range(k)]
@@ -485,47 +719,171 @@ class ClusterOps(Pools, RepairShop):
                 self._join_job(t, node)
             self.counts["swaps"] += k
             holds.append((SWAP, RESTARTING, self.d_swap.next()))
-            self._log(t, ev.STANDBY_SWAP, nodes=nodes)
+            if self.log is not None:
+                self._log(t, ev.STANDBY_SWAP, nodes=nodes)
             need -= k
         if need:
             need -= self._from_pool(t, need, holds)
+        return self._after_round(t, need, holds)
+
+    def _fill_plain(self, t: float, need: int, holds: list[tuple[str, int, float]]
+                    ) -> tuple[list[tuple[str, int, float]], bool, bool]:
+        """:meth:`replace` when the idle pool holds every node the job lacks, there are
+        no standbys and host selection is random (identical nodes): the same draws and
+        counts as :meth:`_from_pool`, inlined."""
+        idle, u, ipos = self.idle, self.u_select, self.ipos
+        nodes = []
+        for _ in range(need):
+            k = len(idle)
+            node = idle[min(int(u.next() * k), k - 1)]
+            i = ipos.pop(node)                     # _drop_idle
+            last = idle.pop()
+            if last != node:
+                idle[i] = last
+                ipos[last] = i
+            self._join_job(t, node)
+            nodes.append(node)
+        self.counts["host_selections"] += 1
+        holds.append((HOST_SELECTION, RESTARTING, self.d_hs.next()))
+        if self.log is not None:
+            self._log(t, ev.HOST_SELECTION, nodes=nodes, policy=self.life.host_policy)
+        self._preempting = False
+        return self._after_round(t, 0, holds)
+
+    def _after_round(self, t: float, need: int, holds: list[tuple[str, int, float]]
+                     ) -> tuple[list[tuple[str, int, float]], bool, bool]:
+        """Close a replacement round with ``need`` slots still empty: stall counting
+        and depletion."""
         self._rates(t)
         short = need > 0
-        depleted = short and self.in_repair == 0
-        if short and not depleted and not self._stalling:
+        self._in_loop = short
+        stall = short and not self._preempting
+        depleted = stall and self._depleted()
+        if stall and not depleted and (not self._stalling or (
+                self._wake_ups and self._back != self._back_seen)):
             self.counts["stalls"] += 1
-        self._stalling = short
+        self._back_seen = self._back
+        self._stalling = stall
         if depleted:
             self._log(t, ev.DEPLETED, short=need)
         return holds, short, depleted
 
+    def _depleted(self) -> bool:
+        """The job is short and can never be filled again (see the conventions)."""
+        if self._aire_depletion and self.life.spares is not None:
+            alive = len(self.state) - self.counts["retirements"]
+            return alive < self.n + self.life.standbys
+        return self.in_repair == 0
+
     def _from_pool(self, t: float, need: int, holds: list[tuple[str, int, float]]) -> int:
         """Host selection from the idle pool for ``need`` empty slots (preempting
-        spare-pool nodes when it is short) and refilling the standbys; the slots filled."""
+        spare-pool nodes when it is short) and refilling the standbys; the slots filled.
+
+        ``to_refill_standbys``: preempt whenever the idle pool cannot fill the slots and
+        the standbys (all the nodes short at once), fill what it can.
+        ``when_job_short`` (AIReSim): once the job cannot be filled, preempt one node at a
+        time (each with its cost, nodes back from repair meanwhile counted) until the
+        job and its standbys can be, then wait for repairs until they can (unless
+        nothing is left in repair), and only then select."""
         life = self.life
         want = need + max(0, life.standbys - len(self.standby))
         unlimited = life.spares is None      # an unlimited pool has every node at hand
         avail = want if unlimited else len(self.idle)
-        if avail < want and self.spare:
+        if self._when_short and avail < need:
+            self._wait_round(t, need, holds)      # the job cannot be filled
+            return 0
+        if not self._when_short and avail < want and self.spare:
             avail += self._preempt(t, min(want - avail, len(self.spare)), holds)
         take = min(need, avail)
         if not take:
             return 0
-        nodes = self._take_idle(take)
-        for node in nodes:
-            self._clock_leave_idle(node, t)
-            self._join_job(t, node)
-        refill = life.standbys - len(self.standby)
-        if not unlimited:
-            refill = min(refill, len(self.idle))
-        for node in self._take_idle(max(0, refill)):
-            self._push_standby(node)
-            if self._idle_clocked():
-                self._idle_clock_in(node, t)
+        if self._whole_job:
+            nodes = self._repick(t)
+        else:
+            nodes = self._take_idle(take)
+            for node in nodes:
+                self._clock_leave_idle(node, t)
+                self._join_job(t, node)
+            refill = life.standbys - len(self.standby)
+            if not unlimited:
+                refill = min(refill, len(self.idle))
+            if refill > 0:
+                for node in self._take_idle(refill):
+                    self._push_standby(node)   # its idle clock runs on
         self.counts["host_selections"] += 1
         holds.append((HOST_SELECTION, RESTARTING, self.d_hs.next()))
-        self._log(t, ev.HOST_SELECTION, nodes=nodes, policy=life.host_policy)
+        if self.log is not None:
+            self._log(t, ev.HOST_SELECTION, nodes=nodes, policy=life.host_policy)
         return take
+
+    def _ready(self, need: int) -> bool:
+        """AIReSim's wait loop is over: the pool holds the job's empty slots and all its
+        standbys (or the slots, when nothing is left in repair to wait for)."""
+        if self.life.spares is None:
+            return True
+        pool = len(self.idle) + len(self.standby)
+        return pool >= need + self.life.standbys or (pool >= need and self.in_repair == 0)
+
+    def _wait_round(self, t: float, need: int, holds: list[tuple[str, int, float]]) -> None:  # noqa: ARG002
+        """One round of AIReSim's wait loop: preempt one spare-pool node (with its
+        cost), or, when the spare pool is empty, stall (the caller holds the job)."""
+        if self.spare:
+            self._preempt(t, 1, holds)
+            self._preempting = True
+
+    def _repick(self, t: float) -> list[int]:
+        """AIReSim's host selection: the job and its standbys re-picked by the policy
+        from every available node (the job's, the standbys, the idle pool); the job's
+        nodes that are not picked go back to the idle pool. Returns the nodes that
+        joined the job. O(nodes) — AIReSim's cost per host selection."""
+        life = self.life
+        for slot in self.filled:
+            self._settle(self.slots[slot])
+        pool = sorted([self.slots[s] for s in self.filled] + self.standby + self.idle)
+        order = self._rank(pool, min(len(pool), self.n + life.standbys))
+        job = set(order[:self.n])
+        for slot in list(self.filled):
+            node = self.slots[slot]
+            if node not in job:
+                self._leave_job(t, node)
+                self._push_idle(node)
+                if self._idle_clocked():
+                    self._idle_clock_in(node, t)
+        joined = []
+        for node in order[:self.n]:
+            if self.state[node] == S_RUN:
+                continue
+            if self.state[node] == S_STANDBY:
+                self._pop_standby(node)
+            else:
+                self._drop_idle(node)
+            self._clock_leave_idle(node, t)
+            self._join_job(t, node)
+            joined.append(node)
+        for node in list(self.standby):
+            self._pop_standby(node)
+            self._push_idle(node)
+        for node in order[self.n:]:
+            self._drop_idle(node)
+            self._push_standby(node)
+        return joined
+
+    def _rank(self, pool: list[int], count: int) -> list[int]:
+        """``count`` nodes of ``pool`` in the order the host-selection policy picks them
+        (random: a uniform sample, as ``random.sample``)."""
+        life = self.life
+        if life.host_policy_fn is not None:
+            cands = [NodeRecord(n, self.fails[n], self.score[n], self.repairs_done[n],
+                                self.last_fail[n]) for n in pool]
+            return checked_choice(life.host_policy_fn(cands, count, self.r_select), cands,
+                                  count, life.host_policy)
+        if life.host_policy == "random":
+            order = list(pool)
+            for i in range(count):                 # a partial Fisher–Yates shuffle
+                j = i + min(int(self.u_select.next() * (len(order) - i)), len(order) - i - 1)
+                order[i], order[j] = order[j], order[i]
+            return order[:count]
+        return sorted(pool, key=self._policy_key)[:count]
 
     def _preempt(self, t: float, count: int, holds: list[tuple[str, int, float]]) -> int:
         """Move ``count`` spare-pool nodes into the idle pool (one preemption hold)."""
@@ -542,8 +900,30 @@ class ClusterOps(Pools, RepairShop):
         return count
 
     def _clock_leave_idle(self, node: int, t: float) -> None:
+        """``node`` leaves the pool: its place keeps the remaining life for the next."""
         if self._idle_clocked():
             self._clock_out(node, self.iclock, t)
+            self.places.append(self.rem[node])
+
+    def _may_retry(self) -> bool:
+        """Whether a short job should try again at once rather than stall: nodes are
+        at hand (AIReSim's rule: enough for the job and its standbys), or nothing is
+        left in repair (it is then depleted)."""
+        if not self.in_repair:
+            return True
+        if self._when_short and self._in_loop:
+            return self._ready(len(self.empty)) or bool(self.spare)
+        return bool(self.standby or self.idle or self.spare)
+
+    def initial_selection_s(self) -> float | None:
+        """AIReSim's counted first host selection (``initial_selection: counted``): it
+        is counted here and its duration returned, for the engines to hold the job
+        before it starts (None: the testbed's free initial placement)."""
+        if self.life.conventions.initial_selection != "counted":
+            return None
+        self.counts["host_selections"] += 1
+        self._log(0.0, ev.HOST_SELECTION, nodes=[], policy=self.life.host_policy)
+        return self.d_hs.next()
 
     def next_return_s(self) -> float:
         """When the next repair stage ends (a stalled job looks again then)."""
@@ -573,7 +953,7 @@ class ClusterOps(Pools, RepairShop):
             if not short:
                 break
             self._advance(t)
-            if self.standby or self.idle or self.spare or not self.in_repair:
+            if self._may_retry():
                 continue              # nodes came back (or retired) during the holds
             self.set_phase(t, WAITING)
             t = yield Hold(STALL, WAITING, self.next_return_s())
@@ -592,6 +972,69 @@ class ClusterOps(Pools, RepairShop):
             if end is not None:
                 self.set_phase(t, WAITING)
                 yield Hold(MAINTENANCE, WAITING, end)
+
+    def recover(self, t: float, detect_s: float, requeue_s: float, load_s: float,
+                book: Callable[[str, float], None]) -> tuple[int, float]:
+        """:meth:`recovery` without a generator, for an engine without maintenance
+        windows that books each hold with ``book(kind, seconds)``: the same steps in the
+        same order (``tests/sim/test_fast_equals_simpy.py`` holds the two to each
+        other). Returns (:data:`RECOVERED`, when the job runs again), (:data:`CUT`, the
+        failure that cut a hold short) or (:data:`EXHAUSTED`, when the cluster was
+        found depleted)."""
+        quiet = self._quiet          # nothing can strike the job before it runs again
+        if detect_s > 0:
+            until = t + detect_s
+            f = INF if quiet else self.next_failure_s()
+            if f <= until:
+                book(DETECT, f - t)
+                return CUT, f
+            book(DETECT, until - t)
+            t = until
+        while True:
+            holds, short, depleted = self.replace(t)
+            if depleted:
+                self.set_phase(t, WAITING)
+                return EXHAUSTED, t
+            for kind, phase, dur in holds:
+                if dur > 0:
+                    if phase != self.phase:
+                        self.set_phase(t, phase)
+                    elif self.rheap and self.rheap[0][0] <= t or self._busy_outside:
+                        self._advance(t)
+                    until = t + dur
+                    f = INF if quiet else self.next_failure_s()
+                    if f <= until:
+                        book(kind, f - t)
+                        return CUT, f
+                    book(kind, until - t)
+                    t = until
+            if not short:
+                break
+            self._advance(t)
+            if self._may_retry():
+                continue
+            self.set_phase(t, WAITING)
+            until = self.next_return_s()
+            f = INF if quiet else self.next_failure_s()
+            if f <= until:
+                book(STALL, f - t)
+                return CUT, f
+            book(STALL, until - t)
+            t = until
+        if self.phase != RESTARTING:
+            self.set_phase(t, RESTARTING)
+        elif self.rheap and self.rheap[0][0] <= t or self._busy_outside:
+            self._advance(t)
+        for kind, dur in ((REQUEUE, requeue_s), (LOAD, load_s)):
+            if dur > 0:
+                until = t + dur
+                f = INF if quiet else self.next_failure_s()
+                if f <= until:
+                    book(kind, f - t)
+                    return CUT, f
+                book(kind, until - t)
+                t = until
+        return RECOVERED, t
 
     def planned_stop(self, t: float, ckpt_s: float,
                      end_s: float) -> Generator[Hold, float, None]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import combinations
 
 
 @dataclass(frozen=True)
@@ -121,8 +122,15 @@ class JobPlan:
         """Latest committed checkpoint index whose level survives a failure (0 = start)."""
         if survives is None or not self.levels:
             return committed
+        if not any(level.name in survives for level in self.levels):
+            return 0
+        floor = 0                   # a checkpoint known to survive (0: the start)
+        top = self.levels[-1]
+        if top.name in survives:    # every multiple of the top level's ``every`` is top
+            floor = committed if len(self.levels) == 1 or committed >= self.n_segments \
+                else committed - committed % top.every
         i = committed
-        while i > 0 and self.levels[self.level_of(i)].name not in survives:
+        while i > floor and self.levels[self.level_of(i)].name not in survives:
             i -= 1
         return i
 
@@ -139,14 +147,41 @@ class JobPlan:
     def top_level(self) -> str | None:
         return self.levels[-1].name if self.levels else None
 
+    def level_counts(self) -> list[int]:
+        """How many of the checkpoints 1 … n are written at each level, in closed form:
+        checkpoint ``i`` < n goes to the highest level whose ``every`` divides it (level
+        0 takes the rest) and the last one to the top level. Counted by
+        inclusion–exclusion over the higher levels' ``every`` (a handful of levels), so
+        a plan of 10¹⁵ segments answers at once."""
+        n, levels = self.n_segments, self.levels
+        counts = [0] * len(levels)
+        if not levels:
+            return counts
+        below = n - 1                          # checkpoints before the final one
+        taken = 0
+        for li in range(len(levels) - 1, 0, -1):
+            higher = [lv.every for lv in levels[li + 1:]]
+            mine = 0
+            for r in range(len(higher) + 1):
+                for subset in combinations(higher, r):
+                    mine += (-1) ** r * (below // math.lcm(levels[li].every, *subset))
+            counts[li] = mine
+            taken += mine
+        counts[0] = below - taken
+        counts[-1] += 1
+        return counts
+
     def failure_free_s(self) -> float:
-        """Wall time without failures: work plus every checkpoint (with async stalls)."""
+        """Wall time without failures: work plus every checkpoint (with async stalls),
+        in closed form over the segments (see :meth:`level_counts`)."""
         if not self.levels:
             return self.work_s
-        total = self.work_s
-        for i in range(1, self.n_segments + 1):
-            total += self.cost_of(i)
-            if self.persist_s:
-                nxt = self.segment_s(i + 1) if i < self.n_segments else 0.0
-                total += max(0.0, self.persist_s - nxt)
+        total = self.work_s + sum(count * level.cost_s for count, level
+                                  in zip(self.level_counts(), self.levels, strict=True))
+        if self.persist_s:
+            n = self.n_segments
+            stalls = max(0.0, self.persist_s - self.interval_s) * max(n - 2, 0)
+            if n >= 2:
+                stalls += max(0.0, self.persist_s - self.last_s)
+            total += stalls + self.persist_s      # the last persist has no segment after it
         return total

@@ -21,18 +21,28 @@ class Pools(ClusterState):
     unlimited pool."""
 
     def _job_clock_in(self, node: int, t: float) -> None:
+        """Start ``node``'s job clock with its remaining life ``rem`` at its rate."""
         self.ver[node] += 1
-        key = self.jclock.now(t) + self.rem[node] / self._mult(node)
+        m = self.km[node] = self._mult(node)
+        key = self.jclock.now(t) + self.rem[node] / m
         self.jkey[node] = key
         heapq.heappush(self.jheap, (key, node, self.ver[node]))
 
     def _clock_out(self, node: int, clock: Clock, t: float) -> None:
-        self.rem[node] = max(0.0, (self.jkey[node] - clock.now(t)) * self._mult(node))
+        """Stop ``node``'s clock: its remaining life (own-clock seconds) back in ``rem``."""
+        self.rem[node] = max(0.0, (self.jkey[node] - clock.now(t)) * self.km[node])
         self.ver[node] += 1
 
-    def _idle_clock_in(self, node: int, t: float) -> None:
+    def _idle_clock_in(self, node: int, t: float, life: float | None = None) -> None:
+        """Start ``node``'s idle clock: it takes a free place of the pool and continues
+        that place's renewal clock (a new place starts stationary, with an equilibrium
+        residual; ``life``: the node's t = 0 draw)."""
         self.ver[node] += 1
-        key = self.iclock.now(t) + self.rem[node] / self._mult(node)
+        if life is None:
+            life = self.places.pop() if self.places else self.idle_life.next()
+        self.rem[node] = life
+        m = self.km[node] = self._mult(node)
+        key = self.iclock.now(t) + self.rem[node] / m
         self.jkey[node] = key
         heapq.heappush(self.iheap_f, (key, node, self.ver[node]))
 
@@ -52,7 +62,7 @@ class Pools(ClusterState):
         self.empty.append(slot)
         if self.lane == "clocks":
             self._clock_out(node, self.jclock, t)
-        self._rates(t)
+            self.slot_rem[slot] = self.rem[node]    # the slot's clock stays with the slot
 
     def _join_job(self, t: float, node: int) -> None:
         slot = self.empty.pop()
@@ -63,6 +73,7 @@ class Pools(ClusterState):
         self.state[node] = S_RUN
         self.gjoin[node] = self.G
         if self.lane == "clocks":
+            self.rem[node] = self.slot_rem[slot]   # it continues the slot's renewal clock
             self._job_clock_in(node, t)
 
     def _push_standby(self, node: int) -> None:
@@ -105,11 +116,12 @@ class Pools(ClusterState):
         self.bad.append(bool(life.bad_fraction and self.r_life.random() < life.bad_fraction))
         for counters in (self.ver, self.iver, self.fails, self.repairs_done, self.gjoin):
             counters.append(0)
+        self.km.append(1.0)
         self.last_fail.append(-INF)
         self.slot_of.append(-1)
         self.jkey.append(0.0)
         self.score.append(self.score_rule.initial if self.score_rule else 0.0)
-        self.rem.append(self.gaps.next() if self.lane == "clocks" else 0.0)
+        self.rem.append(0.0)                    # drawn when it joins the job
         if self.recent is not None and self.window is not None:
             self.recent.append(deque(maxlen=self.window.failures))
         return node
@@ -128,8 +140,9 @@ class Pools(ClusterState):
                                     count, life.host_policy)
         elif life.host_policy == "random":
             chosen = []
+            idle, u = self.idle, self.u_select
             for _ in range(count):
-                chosen.append(self.idle[int(self.r_select.integers(0, len(self.idle)))])
+                chosen.append(idle[min(int(u.next() * len(idle)), len(idle) - 1)])
                 self._drop_idle(chosen[-1])
             return chosen
         else:
@@ -156,5 +169,7 @@ class Pools(ClusterState):
             where = "idle"
         if self._idle_clocked() and self.state[node] in (S_STANDBY, S_IDLE):
             self._idle_clock_in(node, t)
-        self._rates(t)
-        self._log(t, ev.NODE_UP, node=node, to=where)
+        if self._idle_on:           # the pool's idle clock counts its nodes
+            self._rates(t)
+        if self.log is not None:
+            self._log(t, ev.NODE_UP, node=node, to=where)

@@ -54,7 +54,8 @@ class RepairShop(ClusterState):
             dur = self.d_auto.next()
         else:
             dur = self.d_manual.next()
-        self._log(t, ev.REPAIR_BEGIN, node=node, stage=STAGE_NAMES[stage])
+        if self.log is not None:
+            self._log(t, ev.REPAIR_BEGIN, node=node, stage=STAGE_NAMES[stage])
         if dur <= 0.0:
             self._stage_done(t, node, stage)
         else:
@@ -100,10 +101,10 @@ class RepairShop(ClusterState):
         if fixed and self.bad[node]:
             self.bad[node] = False
             self.counts["bad_nodes_cured"] += 1
-        if self.lane == "clocks":
-            self.rem[node] = self.gaps.next()     # a repair renews the node's clock
-        self._log(t, ev.REPAIR_END, node=node, stage=STAGE_NAMES[stage], fixed=fixed)
-        if self._retire(t, node):
+        self._back += 1                           # a stalled job wakes up (AIReSim)
+        if self.log is not None:
+            self._log(t, ev.REPAIR_END, node=node, stage=STAGE_NAMES[stage], fixed=fixed)
+        if self.life.retirement is not None and self._retire(t, node):
             self.state[node] = S_RETIRED
             self.counts["retirements"] += 1
             self._log(t, ev.RETIRED, node=node, failures=self.fails[node])
@@ -129,6 +130,7 @@ class RepairShop(ClusterState):
         if self.lane == "clocks":
             _, node, _ = heapq.heappop(self.iheap_f)
             self.ver[node] += 1
+            self.places.append(self.idle_fresh.next())   # its place renews
         else:
             self.ikey += self.idle_gaps.next()
             count = len(self.standby) + len(self.idle)

@@ -210,8 +210,12 @@ def closed_form_wall_s(model: FailureModel, plan: JobPlan, *, cost_s: float, res
         return closed_forms.no_loss_expected_s(plan.failure_free_s(), mtbf_s, down), None
     if not plan.levels:
         return closed_forms.segments_expected_s([plan.work_s], mtbf_s, down), None
-    lengths = [plan.interval_s + cost_s] * (plan.n_segments - 1) + [plan.last_s + cost_s]
-    exact = closed_forms.segments_expected_s(lengths, mtbf_s, down)
+    # n − 1 equal segments and the last one, summed in closed form (10¹⁵ segments are
+    # two terms, not a list of 10¹⁵ lengths)
+    exact = closed_forms.segments_expected_s([plan.last_s + cost_s], mtbf_s, down)
+    if plan.n_segments > 1:
+        exact += (plan.n_segments - 1) * closed_forms.segments_expected_s(
+            [plan.interval_s + cost_s], mtbf_s, down)
     daly = intervals.daly_expected_wall_time_s(plan.work_s, plan.interval_s, cost_s,
                                                restart_s, mtbf_s)
     return exact, daly

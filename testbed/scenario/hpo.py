@@ -10,6 +10,7 @@ hpo:
   epoch_time: 1s                # or cost: {table: …} | {oracle: …} | {trace: FILE.jsonl}
   scheduler: fifo               # fifo | longest_first | asha | hyperband
   rungs: {min_epochs: 1, max_epochs: 81, reduction_factor: 3}   # asha / hyperband
+  promotion: pause              # asha / hyperband: pause (promote later) | stop (Syne Tune, Ray)
   on_failure: retry             # retry | ignore | cancel_successors | fail
   max_retries: 2                # PyCOMPSs: once on the same worker, then on another
   checkpoint_every_epochs: 10
@@ -29,7 +30,13 @@ Semantics that the engines share (see :mod:`testbed.hpo.controller`):
   retries are spent the trial is FAILED and the sweep goes on (PyCOMPSs would then stop
   the application: that is ``fail``);
 * a node failure PREEMPTS the trials on that node: they resume from their checkpoint
-  on the next free worker, which uses no retry and never counts as a failure.
+  on the next free worker, which uses no retry and never counts as a failure; so does
+  the loss of the real driver (``cause: driver_lost``);
+* ``promotion: pause`` (the default) runs promotion ASHA and synchronous Hyperband:
+  a trial pauses at each rung and is promoted later; ``promotion: stop`` runs stopping
+  ASHA and asynchronous Hyperband as Syne Tune and Ray Tune do (a trial keeps its
+  worker and is stopped at a rung if it is not in the top 1/η so far,
+  :mod:`testbed.hpo.stopping`).
 """
 
 from __future__ import annotations
@@ -64,6 +71,13 @@ MAX_TPE_TRIALS = 20_000
 MAX_SLOTS = 2**20
 #: PyCOMPSs' RETRY: once more on the same worker, then once on another worker.
 PYCOMPSS_RETRIES = 2
+#: Most epochs one trial may train: ten times the longest trainings of the HPO
+#: literature (Hyperband's largest budgets are a few hundred to a thousand epochs; Li et
+#: al., JMLR 18, 2018). The engines walk a failed attempt epoch by epoch.
+MAX_EPOCHS = 100_000
+#: Most retries of a failed trial (a trial that fails a thousand times is broken, and
+#: each retry is an attempt the engines run).
+MAX_RETRIES = 1_000
 
 
 Scalar = bool | int | float | str
@@ -72,6 +86,11 @@ Scalar = bool | int | float | str
 SearchName = Annotated[Search, one_of(SEARCHES, "search")]
 SchedulerName = Annotated[Scheduler, one_of(SCHEDULERS, "scheduler")]
 FailurePolicyName = Annotated[FailurePolicy, one_of(ON_FAILURE, "failure policy")]
+#: What ASHA and Hyperband do at a rung: pause the trial and promote it later
+#: (promotion ASHA, synchronous Hyperband) or stop it unless it is in the top 1/η so far.
+Promotion = Literal["pause", "stop"]
+PROMOTIONS: tuple[str, ...] = get_args(Promotion)
+PromotionName = Annotated[Promotion, one_of(PROMOTIONS, "promotion")]
 
 
 class Range(Strict):
@@ -151,9 +170,9 @@ class Cost(Strict):
 class Rungs(Strict):
     """Resource levels of ASHA and Hyperband: min_epochs · η^k up to max_epochs."""
 
-    min_epochs: int = Field(default=1, gt=0)
-    max_epochs: int | None = Field(default=None, gt=0)
-    reduction_factor: int = Field(default=3, ge=2)
+    min_epochs: int = Field(default=1, gt=0, le=MAX_EPOCHS)
+    max_epochs: int | None = Field(default=None, gt=0, le=MAX_EPOCHS)
+    reduction_factor: int = Field(default=3, ge=2, le=MAX_EPOCHS)
 
 
 class Metric(Strict):
@@ -176,11 +195,11 @@ class TrialFailures(Strict):
 class Injection(Strict):
     """One explicit failure: of a trial (``at_epoch`` or ``at``) or of a node (``at``)."""
 
-    trial: int | None = Field(default=None, ge=0)
-    node: int | None = Field(default=None, ge=0)
-    at_epoch: float | None = Field(default=None, gt=0)
+    trial: int | None = Field(default=None, ge=0, lt=MAX_TRIALS)
+    node: int | None = Field(default=None, ge=0, lt=MAX_SLOTS)
+    at_epoch: float | None = Field(default=None, gt=0, le=MAX_EPOCHS)
     at: Duration | None = None
-    attempt: int | None = Field(default=None, ge=0)
+    attempt: int | None = Field(default=None, ge=0, le=MAX_RETRIES)
     repair: Duration | None = None
 
     @model_validator(mode="after")
@@ -223,7 +242,7 @@ class HpoSpec(Strict):
     space: dict[str, SpaceValue]
     n_trials: int | None = Field(default=None, gt=0)
     seed: int | None = Field(default=None, ge=0)
-    epochs: int | None = Field(default=None, gt=0)
+    epochs: int | None = Field(default=None, gt=0, le=MAX_EPOCHS)
     trial_resources: TrialResources = Field(default_factory=TrialResources)
     node_resources: NodeResources = Field(default_factory=NodeResources)
     epoch_time: PositiveDuration | None = None
@@ -233,12 +252,13 @@ class HpoSpec(Strict):
     restore_time: Duration = 0.0
     scheduler: SchedulerName = "fifo"
     rungs: Rungs = Field(default_factory=Rungs)
+    promotion: PromotionName | None = None
     metric: Metric = Field(default_factory=Metric)
     objective: str | list[dict[str, Scalar]] = "synthetic"
     failures: TrialFailures = Field(default_factory=TrialFailures)
     on_failure: FailurePolicyName = "retry"
-    max_retries: int = Field(default=PYCOMPSS_RETRIES, ge=0)
-    checkpoint_every_epochs: int | None = Field(default=None, gt=0)
+    max_retries: int = Field(default=PYCOMPSS_RETRIES, ge=0, le=MAX_RETRIES)
+    checkpoint_every_epochs: int | None = Field(default=None, gt=0, le=MAX_EPOCHS)
     inject_failures: list[Injection] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -252,6 +272,9 @@ class HpoSpec(Strict):
             raise ValueError("[scheduler] longest_first needs every trial's cost before the "
                              "sweep starts, which TPE cannot give (it proposes trials as "
                              "results come in)")
+        if self.promotion is not None and self.scheduler not in ("asha", "hyperband"):
+            raise ValueError(f"[promotion] applies to asha and hyperband, not "
+                             f"{self.scheduler!r}")
         if isinstance(self.objective, str) and not self.objective:
             raise ValueError("[objective] give 'synthetic', a CSV file or a list of rows")
         self._check_injections()
@@ -292,11 +315,13 @@ class HpoSpec(Strict):
             given = self.space.get(key)
             if given is None:
                 continue
+            top = MAX_EPOCHS if key == "epochs" else MAX_SLOTS
             if not isinstance(given, list) or any(
                     isinstance(v, bool) or not isinstance(v, int) or v < (key == "epochs")
-                    for v in given):
+                    or v > top for v in given):
                 low = 1 if key == "epochs" else 0
-                raise ValueError(f"[space.{key}] '{key}' values must be whole numbers >= {low}")
+                raise ValueError(f"[space.{key}] '{key}' values must be whole numbers in "
+                                 f"{low}…{top:,}")
 
     def _check_epochs(self) -> None:
         multi = self.scheduler in ("asha", "hyperband")
@@ -363,6 +388,11 @@ class HpoSpec(Strict):
         if self.search == "grid":
             return self.n_trials or self.grid_size
         return self.n_trials
+
+    @property
+    def promotion_mode(self) -> str:
+        """``pause`` (the default for asha and hyperband) or ``stop``."""
+        return self.promotion or "pause"
 
     @property
     def max_epochs(self) -> int:

@@ -37,7 +37,23 @@ from testbed.resilience.ckpt_policy import POLICIES, DalyOrder, policy
 from testbed.resilience.ckpt_policy import PolicyName as Policy
 from testbed.resilience.distributions import DRAWN_KINDS, FAMILIES, DrawnKind, Family
 from testbed.resilience.exposure import EXPOSURES, STARTS, ClockStart, Exposure
-from testbed.resilience.lifecycle import COMBINE, ESCALATE, Combine, Escalate
+from testbed.resilience.lifecycle import (
+    COMBINE,
+    CONVENTION_PRESETS,
+    DEPLETION_RULES,
+    ESCALATE,
+    HOST_SCOPES,
+    INITIAL_SELECTIONS,
+    PREEMPT_RULES,
+    STALL_COUNTS,
+    Combine,
+    DepletionRule,
+    Escalate,
+    HostScope,
+    InitialSelection,
+    PreemptRule,
+    StallCount,
+)
 from testbed.resilience.spec import (
     DEFAULT_MAX_FAILURES,
     DEFAULT_MAX_SIMULATED_S,
@@ -194,12 +210,39 @@ class Diagnosis(Strict):
     wrong_node: Probability = 0.0
 
 
+class Regeneration(Strict):
+    """Bad nodes appear over time (AIReSim's ``bad_server_regeneration``): every
+    ``every``, max(1, ⌊good · fraction · share⌋) good nodes turn bad."""
+
+    every: PositiveDuration
+    share: float = Field(default=0.1, gt=0, le=1)
+
+
 class BadNodes(Strict):
     """A ``fraction`` of bad nodes failing at (1 + ``multiplier``)× the rate until a
-    repair fixes them."""
+    repair fixes them (``regeneration``: more turn bad over time)."""
 
     fraction: Probability
     multiplier: float = Field(ge=0)
+    regeneration: Regeneration | None = None
+
+
+class Conventions(Strict):
+    """Where the testbed's operations and AIReSim's differ, the one to run (each field's
+    first value is the testbed's; see the README's table of differences)."""
+
+    host_selection: Annotated[HostScope, one_of(HOST_SCOPES, "host selection")] = \
+        "empty_slots"
+    preemption: Annotated[PreemptRule, one_of(PREEMPT_RULES, "preemption rule")] = \
+        "to_refill_standbys"
+    initial_selection: Annotated[InitialSelection, one_of(INITIAL_SELECTIONS,
+                                                          "initial selection")] = "free"
+    depletion: Annotated[DepletionRule, one_of(DEPLETION_RULES, "depletion rule")] = \
+        "no_repair_pending"
+    stalls: Annotated[StallCount, one_of(STALL_COUNTS, "stall count")] = "episodes"
+
+
+ConventionPreset = Annotated[str, one_of(tuple(CONVENTION_PRESETS), "conventions")]
 
 
 class WindowRetirement(Strict):
@@ -263,6 +306,8 @@ class Cluster(Strict):
     bad_nodes: BadNodes | None = None
     node_rates: str | None = None
     retirement: Retirement | None = None
+    #: ``testbed`` (default), ``airesim``, or each operation's convention by name
+    conventions: ConventionPreset | Conventions = "testbed"
 
     @model_validator(mode="after")
     def _consistent(self) -> Cluster:

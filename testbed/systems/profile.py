@@ -30,12 +30,25 @@ from testbed.io.read import load_yaml
 from testbed.io.schema import Strict as _Strict
 from testbed.io.schema import validate
 from testbed.systems.calibrated import RecordsFit, collective_backend
+from testbed.systems.software import SoftwareSpec, SoftwareStack, legacy_stack
+from testbed.systems.sources import Source
 from testbed.units import did_you_mean
 
 #: Physical bounds of a profile's numbers (beyond them a value is a typo): a device with
-#: more than 64 TiB of memory or more than 100 PFLOPS of dense peak does not exist.
+#: more than 64 TiB of memory or more than 100 PFLOPS of dense peak does not exist, no
+#: link moves more than 100 TB/s, no latency that matters exceeds a second, no machine
+#: has ten million GPUs.
 MAX_DEVICE_MEMORY_GIB = 65536.0
 MAX_PEAK_TFLOPS = 1e5
+MAX_GBPS = 1e5
+MAX_LATENCY_US = 1e6
+MAX_GPUS = 10_000_000
+MAX_MS = 1e6
+MAX_CORES = 100_000
+#: Largest streaming multiprocessor count a GPU profile may give.
+MAX_SMS = 10_000
+
+Fraction = Annotated[float, Field(gt=0, le=1)]
 
 class CurvePoint(_Strict):
     """Achieved compute rate of one precision on one model family, as a curve over the
@@ -48,7 +61,11 @@ class CurvePoint(_Strict):
 
 
 class GpuSpec(_Strict):
-    """One accelerator: peak throughput by precision, achieved compute as data, memory."""
+    """One accelerator: peak throughput by precision, achieved compute as data, memory.
+
+    The per-layer compute model (:mod:`testbed.oracle.kernels`) reads ``sm_count``,
+    ``gemm_efficiency`` and the achieved memory bandwidth; a profile without them falls
+    back to FLOPs at ``compute_curves``/``compute_efficiency``."""
 
     model: str
     memory_GiB: float = Field(gt=0, le=MAX_DEVICE_MEMORY_GIB)
@@ -66,13 +83,29 @@ class GpuSpec(_Strict):
         default_factory=dict,
         description="model family (or 'default') -> precision -> efficiency curve")
     launch_us_per_layer: float = Field(
-        default=0.0, ge=0,
-        description="CPU time to launch one layer's kernels for one training step (µs): "
-                    "a step is never shorter than layers × this")
+        default=0.0, ge=0, le=MAX_LATENCY_US,
+        description="profiles without a software section: CPU time to launch one layer's "
+                    "kernels for one training step (µs), a floor under the step")
     memory_bandwidth_GBps: float | None = Field(
-        default=None, gt=0, description="HBM bandwidth: the optimizer step streams the state")
+        default=None, gt=0, le=MAX_GBPS,
+        description="HBM bandwidth: memory-bound kernels and the optimizer stream through it")
+    memory_efficiency: float = Field(
+        default=0.9, gt=0, le=1,
+        description="achieved / nominal HBM bandwidth of streaming kernels (STREAM-like)")
+    sm_count: int | None = Field(
+        default=None, gt=0, le=MAX_SMS,
+        description="streaming multiprocessors: GEMM tiles run in waves over them")
+    gemm_efficiency: dict[str, Fraction] = Field(
+        default_factory=dict,
+        description="precision -> achieved / peak of large GEMM-like kernels (convolutions "
+                    "as implicit GEMM, fully connected layers)")
     host_link_GBps: float | None = Field(
-        default=None, gt=0, description="device-to-host copy bandwidth (PCIe/C2C), 10^9 B/s")
+        default=None, gt=0, le=MAX_GBPS,
+        description="device-to-host copy bandwidth (PCIe/C2C), 10^9 B/s")
+    compute_capability: float | None = Field(
+        default=None, ge=1.0, le=20.0,
+        description="CUDA compute capability (7.0 V100, 8.0 A100, 9.0 H100): the "
+                    "collective library's per-generation constants")
 
     @property
     def memory_bytes(self) -> int:
@@ -105,23 +138,52 @@ class GpuSpec(_Strict):
         """Achieved FLOP/s at large batch: peak × the curve's efficiency."""
         return self.peak_flops(precision) * self.curve(precision, family).efficiency
 
+    @property
+    def per_layer(self) -> bool:
+        """Whether the profile has what the per-layer compute model needs."""
+        return bool(self.sm_count and self.memory_bandwidth_GBps and self.gemm_efficiency)
+
+    def gemm_share(self, precision: str) -> float:
+        """Achieved share of the peak of large GEMM-like kernels at ``precision`` (tf32
+        falls back to fp32's table entry where the GPU has no tf32 peak; bf16 and fp16
+        share one entry when only one is given)."""
+        table = self.gemm_efficiency
+        fallback = {"bf16": "fp16", "fp16": "bf16", "tf32": "fp32", "fp8": "fp16",
+                    "fp64": "fp32"}
+        for key in (precision, fallback.get(precision), "fp16" if precision == "fp8" else None):
+            if key is not None and key in table:
+                return table[key]
+        raise UnknownNameError(f"GPU {self.model} has no gemm_efficiency for precision "
+                               f"{precision!r}; known: {', '.join(sorted(table))}",
+                               field="precision")
+
+    @property
+    def achieved_memory_Bps(self) -> float:  # noqa: N802 - unit suffix
+        """Bytes per second a streaming kernel reaches (nominal × memory_efficiency)."""
+        return (self.memory_bandwidth_GBps or 0.0) * 1e9 * self.memory_efficiency
+
 
 class NodeSpec(_Strict):
-    gpus_per_node: int = Field(gt=0)
-    cpu_cores: int = Field(default=1, gt=0)
-    memory_GiB: float = Field(default=0, ge=0)
+    gpus_per_node: int = Field(gt=0, le=1024)
+    cpu_cores: int = Field(default=1, gt=0, le=MAX_CORES,
+                           description="physical CPU cores the node's data loaders share")
+    memory_GiB: float = Field(default=0, ge=0, le=MAX_DEVICE_MEMORY_GIB * 1024)
+    cpu_vendor: Literal["intel", "amd", "other"] = Field(
+        default="intel", description="the CPU's vendor: NCCL's network post overhead")
 
 
 class Tier(_Strict):
     """One level of the network: who it connects and how fast."""
 
     name: str
-    span_gpus: int = Field(gt=0, description="largest number of consecutive GPUs this tier spans")
-    latency_us: float = Field(ge=0, description="per message / per ring step")
-    bandwidth_GBps: float = Field(gt=0, description="per GPU link, one direction, 10^9 B/s")
+    span_gpus: int = Field(gt=0, le=MAX_GPUS,
+                           description="largest number of consecutive GPUs this tier spans")
+    latency_us: float = Field(ge=0, le=MAX_LATENCY_US, description="per message / per ring step")
+    bandwidth_GBps: float = Field(gt=0, le=MAX_GBPS,
+                                  description="per GPU link, one direction, 10^9 B/s")
     efficiency: float = Field(default=1.0, gt=0, le=1.5,
                               description="achieved / nominal bandwidth (calibrated)")
-    oversubscription: float = Field(default=1.0, ge=1.0,
+    oversubscription: float = Field(default=1.0, ge=1.0, le=1000.0,
                                     description="uplink taper: 3 means 1:3 towards this tier")
 
     @property
@@ -136,8 +198,8 @@ class Tier(_Strict):
 class HaloChannel(_Strict):
     """Path used for halo exchanges of spatial parallelism, when not the GPU network."""
 
-    latency_us: float = Field(ge=0)
-    bandwidth_GBps: float = Field(gt=0)
+    latency_us: float = Field(ge=0, le=MAX_LATENCY_US)
+    bandwidth_GBps: float = Field(gt=0, le=MAX_GBPS)
 
 
 #: Collective algorithms and the library version that introduced each (NCCL release
@@ -157,14 +219,18 @@ class NetworkSpec(_Strict):
     library: str = Field(default="nccl-2.18",
                          description="collective library and version, e.g. nccl-2.3, mpi")
     nics_per_node: int | None = Field(
-        default=None, gt=0, description="NICs (rails) per node; NCCL runs a ring per NIC")
+        default=None, gt=0, le=1024,
+        description="NICs (rails) per node; NCCL runs a ring per NIC")
     nic_GBps: float | None = Field(
-        default=None, gt=0, description="one NIC, one direction (default: the first tier "
-                                        "beyond the node)")
+        default=None, gt=0, le=MAX_GBPS,
+        description="one NIC, one direction (default: the first tier beyond the node)")
     nvls: bool = Field(default=False, description="NVSwitch in-network reduction (NVLink SHARP)")
     nvls_efficiency: float = Field(
         default=0.61, gt=0, le=1,
         description="NVLS all-reduce algorithm bandwidth / NVLink line rate")
+    ll128: bool = Field(default=True,
+                        description="NCCL may run LL128 (NVLink inside nodes, NICs on the "
+                                    "GPUs' PCIe switches)")
 
     @model_validator(mode="after")
     def _ordered(self) -> NetworkSpec:
@@ -193,29 +259,37 @@ class NetworkSpec(_Strict):
     def max_gpus(self) -> int:
         return self.tiers[-1].span_gpus
 
+    def version(self) -> tuple[int, int] | None:
+        """(major, minor) of an NCCL/RCCL library, None for MPI and gloo."""
+        match = _LIBRARY.match(self.library)
+        if match and match.group(1):
+            return int(match.group(2)), int(match.group(3))
+        return None
+
 
 class StorageSpec(_Strict):
     """File systems a job reads its inputs from and writes checkpoints to, with the
     per-file and per-byte costs of a checkpoint (see :mod:`testbed.resilience.ckpt_cost`)."""
 
-    pfs_read_bandwidth_GBps: float = Field(gt=0)
-    pfs_write_bandwidth_GBps: float = Field(gt=0)
-    pfs_per_node_GBps: float = Field(gt=0, description="one node's share cap towards the PFS")
-    node_local_read_bandwidth_GBps: float | None = Field(default=None, gt=0)
-    node_local_write_bandwidth_GBps: float | None = Field(default=None, gt=0)
-    node_local_capacity_GiB: float | None = Field(default=None, gt=0)
+    pfs_read_bandwidth_GBps: float = Field(gt=0, le=MAX_GBPS)
+    pfs_write_bandwidth_GBps: float = Field(gt=0, le=MAX_GBPS)
+    pfs_per_node_GBps: float = Field(gt=0, le=MAX_GBPS, description="one node's share cap towards the PFS")
+    node_local_read_bandwidth_GBps: float | None = Field(default=None, gt=0, le=MAX_GBPS)
+    node_local_write_bandwidth_GBps: float | None = Field(default=None, gt=0, le=MAX_GBPS)
+    node_local_capacity_GiB: float | None = Field(default=None, gt=0, le=1e9)
     pfs_job_share: float = Field(
         default=1.0, gt=0, le=1,
         description="fraction of the PFS aggregate one job gets on a shared machine")
     pfs_file_create_ms: float = Field(
-        default=5.0, ge=0, description="open/create of one file (metadata service)")
-    fsync_ms: float = Field(default=10.0, ge=0,
+        default=5.0, ge=0, le=MAX_MS, description="open/create of one file (metadata service)")
+    fsync_ms: float = Field(default=10.0, ge=0, le=MAX_MS,
                             description="fixed cost of one fsync after the data is written")
     serialize_GBps: float = Field(
-        default=1.0, gt=0, description="framework serialisation throughput of one writer")
+        default=1.0, gt=0, le=MAX_GBPS,
+        description="framework serialisation throughput of one writer")
     burst_buffer_write_GBps: float | None = Field(
-        default=None, gt=0, description="burst-buffer aggregate write bandwidth")
-    burst_buffer_read_GBps: float | None = Field(default=None, gt=0)
+        default=None, gt=0, le=MAX_GBPS, description="burst-buffer aggregate write bandwidth")
+    burst_buffer_read_GBps: float | None = Field(default=None, gt=0, le=MAX_GBPS)
 
     @property
     def pfs_read_bandwidth_Bps(self) -> float:
@@ -281,6 +355,9 @@ class Calibration(_Strict):
     method: str = ""
     compute_efficiency: dict[str, float] = Field(
         default_factory=dict, description="precision -> achieved/peak FLOP rate (median of models)")
+    compute_scale: dict[str, Annotated[float, Field(gt=0, le=1000)]] = Field(
+        default_factory=dict,
+        description="precision -> measured / per-layer-modelled step time (median of models)")
     network_efficiency: dict[str, float] = Field(default_factory=dict,
                                                  description="tier -> median of the models' fits")
     strategies: dict[str, StrategyCalibration] = Field(
@@ -310,10 +387,27 @@ class SystemProfile(_Strict):
     network: NetworkSpec
     storage: StorageSpec
     overlap_allreduce: bool = Field(default=False,
-                                    description="framework overlaps gradient all-reduce with backward")
+                                    description="framework overlaps gradient all-reduce with "
+                                                "backward (profiles without a software section)")
+    software: SoftwareSpec | None = Field(
+        default=None, description="software stacks (launch, fusion, loader, gradient buckets)")
+    sources: dict[str, Source] = Field(
+        default_factory=dict, description="dotted path -> what the number rests on")
     calibration: Calibration | None = None
     paradl: ParaDLRules | None = None
     source: str = Field(default="", exclude=True)
+
+    def software_stack(self, name: str | None = None) -> SoftwareStack:
+        """The stack a prediction runs on: ``name`` (a stack key or framework alias) or
+        the section's default; a profile without a ``software`` section stands for its
+        ``launch_us_per_layer`` and ``overlap_allreduce`` (a named stack is then refused)."""
+        if self.software is None:
+            if name is not None:
+                raise UnknownNameError(f"system {self.name} has no software section; "
+                                       f"software {name!r} cannot be chosen",
+                                       field="software")
+            return legacy_stack(self.gpu.launch_us_per_layer, self.overlap_allreduce)
+        return self.software.stack(name)
 
     @property
     def max_gpus(self) -> int:

@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 from testbed.calibration.records import import_paradl, load_records
 from testbed.errors import InputError
-from testbed.measurements import encode_record, parse_record, read_records, record_dict
+from testbed.measurements import (
+    MIN_DURATION_S,
+    encode_record,
+    parse_record,
+    read_records,
+    record_dict,
+)
 from tests.calibration.conftest import (
     ENV,
     collective_record,
@@ -107,7 +113,7 @@ def test_load_records_hashes_what_it_read(tmp_path):
     assert rs.files[0].sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@given(t=st.floats(min_value=1e-9, max_value=1e6, allow_nan=False),
+@given(t=st.floats(min_value=MIN_DURATION_S, max_value=1e6, allow_nan=False),
        nbytes=st.integers(min_value=1, max_value=2**40))
 def test_any_valid_record_survives_encoding(t, nbytes):
     rec = collective_record(nbytes, t)

@@ -12,6 +12,7 @@ or, for structured kinds, invalid at the YAML or CSV level.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 SCENARIO = """\
 name: hostile
@@ -106,16 +107,32 @@ HPO_TRACE_VALUES = [
 
 KILL_TRACE = '{"at_step": 2}\n{"during_checkpoint": true}\n'
 
+#: The calibrated profile a replay needs (the committed calibration set of this machine).
+REPLAY_PROFILE = str(Path(__file__).resolve().parents[2] / "traces" / "measurements" / "vm"
+                     / "profile.yaml")
+_RUN_CONFIG = ('{"batch_size":16,"framework":"torch","input_shape":"1x8x8","model":"mlp",'
+               '"model_options":{"width":64}}')
+#: A supervised run's timeline as `testbed real-run train --timeline` writes it: 8 steps,
+#: a checkpoint every 4, one kill after step 6.
+TIMELINE = (
+    '{"checkpoint_every":4,"config":' + _RUN_CONFIG + ',"event":"job_start",'
+    '"framework":"torch","incarnation":0,"model":"mlp","steps":8,"t_s":0.0}\n'
+    '{"bytes":100,"duration_s":0.05,"event":"checkpoint_commit","step":4,"t_s":3.6}\n'
+    '{"at_s":null,"at_step":6,"cause":"sigkill","during_checkpoint":false,"event":"failure",'
+    '"node":0,"step":6,"t_s":3.7,"when":"after step 6"}\n'
+    '{"event":"restart_end","lost_steps":2,"step":4,"t_s":6.8}\n'
+    '{"event":"job_end","step":8,"t_s":6.9}\n')
+
 DATASET = "x1,x2,label\n" + "".join(f"{i * 0.5},{(i * 7) % 5},{i % 2}\n" for i in range(40))
 
 KINDS: dict[str, str] = {"scenario": SCENARIO, "system": SYSTEM, "trace": TRACE, "fta": FTA,
                          "causes": CAUSES, "calibration": CALIBRATION_CSV, "hpo": HPO_SCENARIO,
                          "kill": KILL_TRACE, "dataset": DATASET,
-                         "hpo_trace": HPO_TRACE}
+                         "hpo_trace": HPO_TRACE, "timeline": TIMELINE}
 SUFFIX = {"scenario": ".yaml", "system": ".yaml", "trace": ".csv", "fta": ".tab",
           "causes": ".csv", "calibration": ".csv", "net": ".net", "hpo": ".yaml",
           "kill": ".jsonl", "dataset": ".csv", "records": ".jsonl",
-          "hpo_trace": ".jsonl"}
+          "hpo_trace": ".jsonl", "timeline": ".jsonl"}
 
 #: Scenario that points at another file of a kind (``{f}`` is that file).
 REFERRING_SCENARIO = {
@@ -147,9 +164,11 @@ READERS: dict[str, list[list[str]]] = {
     "fta": [["traces", "import-fta", "{f}", "-o", "{out}/trace.csv"]],
     "causes": [["simulate", "{ref}"]],
     "calibration": [["oracle", "verify", "{f}", "--system", "abci-v100"],
-                    ["calibrate", "{f}", "--system", "abci-v100", "--dry-run"]],
+                    ["calibrate", "{f}", "--system", "abci-v100", "--dry-run"],
+                    ["records", "import-paradl", "{f}", "-o", "{out}/records.jsonl"]],
     "hpo": [["hpo", "simulate", "{f}"]],
     "hpo_trace": [["hpo", "replay", "{f}"]],
+    "timeline": [["simulate", "--replay-run", "{f}", "--system", REPLAY_PROFILE]],
     "kill": [["real-run", "train", "--framework", "chainer", "--steps", "4",
               "--checkpoint-every", "2", "--kill-trace", "{f}", "--ckpt-dir", "{out}/ck"]],
     "dataset": [["precision-study", "--dataset", "{f}", "--target", "label", "--precisions",

@@ -20,7 +20,9 @@ FUZZ = settings(max_examples=40, deadline=None,
 JUNK = ["0", "-1", "1e308", "-1e308", ".nan", ".inf", "-.inf", "null", "~", "true", "''",
         "[]", "{}", "[1, 2]", "{a: 1}", "1e-300", "5M", "5mb", "2GiB", "3d", "9" * 40,
         "'\\u0000'", "&x 1", "*nosuch", "!!binary aGVsbG8=", "'x' * 3", "1h30", "PT1H",
-        "\"\\xff\"", "0x10", "1_000", "+.5", "..", "-", "?", "%"]
+        "\"\\xff\"", "0x10", "1_000", "+.5", "..", "-", "?", "%",
+        # issue 20: past Python's 4,300-digit int() limit, and dates no calendar has
+        "9" * 5000, "0x" + "f" * 400, "9999-99-99", "2020-02-30", "1:" * 300 + "1"]
 
 
 @st.composite

@@ -121,9 +121,11 @@ def test_input_precision_halves_input_bytes():
 
 
 def test_input_bound_iteration_speeds_up():
-    """4,096 H100s share the file system: each node gets 1/512 of it, so fp64 inputs make
-    the iteration input-bound, and fp16 inputs (a quarter of the bytes) speed it up."""
-    kw = dict(strategy="data", gpus=4096, global_batch=4096 * 32)
+    """4,096 H100s share the file system: a dataset too large for the nodes' local
+    disks (120 M samples: 36 TB even in fp16) is read from the PFS every iteration,
+    each node getting its 1/512 of the job's share, so fp64 inputs make the iteration
+    input-bound, and fp16 inputs (a quarter of the bytes) speed it up."""
+    kw = dict(strategy="data", gpus=4096, global_batch=4096 * 32, epoch_samples=120_000_000)
     fp64 = predict("h100-cluster", "resnet50", input_precision="fp64", **kw)
     fp16 = predict("h100-cluster", "resnet50", input_precision="fp16", **kw)
     assert fp64.bottleneck == "io"

@@ -52,21 +52,31 @@ def test_pipeline_bubble_and_schedules():
     # 1F1B stashes at most p micro-batches, GPipe all m
     assert ofob.memory_breakdown_bytes["activations"] == pytest.approx(
         gpipe.memory_breakdown_bytes["activations"] * 8 / 32, rel=1e-6)
-    # more, smaller micro-batches shrink the bubble until the launch floor binds: on the
-    # A100 profile (PyTorch eager) an 8-sample slot of a 1/8 stage is already launch-bound
+    # more, smaller micro-batches shrink the bubble until the host's launches bind: on
+    # the A100 profile's default stack (PyTorch eager) an 8-sample slot of a 1/8 stage
+    # is already host-bound, so halving it again barely helps
     more = predict("a100-cluster", "resnet50", "pipeline", 8, 256, micro_batches=64)
-    assert more.bubble_s == pytest.approx(ofob.bubble_s)
+    assert more.bubble_s > 0.9 * ofob.bubble_s
     few = predict("h100-cluster", "resnet50", "pipeline", 8, 4096, micro_batches=32)
     many = predict("h100-cluster", "resnet50", "pipeline", 8, 4096, micro_batches=64)
     assert many.bubble_s < few.bubble_s
 
 
 def test_overlap_hides_allreduce():
-    plain = predict("abci-v100", "resnet50", "data", 256, 8192, overlap=False)
-    hidden = predict("abci-v100", "resnet50", "data", 256, 8192, overlap=True)
+    """Buckets all-reduced under backward hide most of the all-reduce on a low-latency
+    network; the last bucket stays exposed. On ABCI's NCCL 2.3 rings, whose 510 steps
+    across 64 nodes cost tens of ms each time, five buckets pay that latency five
+    times: bucketing costs more than it hides there (ChainerMN did one all-reduce)."""
+    kw = dict(strategy="data", gpus=256, global_batch=256 * 32, precision="bf16")
+    plain = predict("a100-cluster", "resnet50", overlap=False, **kw)
+    hidden = predict("a100-cluster", "resnet50", overlap=True, **kw)
     assert hidden.communication_s < plain.communication_s
-    assert hidden.communication_s >= 0.05 * plain.communication_total_s - 1e-12
+    assert hidden.communication_s > 0
     assert hidden.time_per_iteration_s < plain.time_per_iteration_s
+    one = predict("abci-v100", "resnet50", "data", 256, 8192, overlap=False)
+    buckets = predict("abci-v100", "resnet50", "data", 256, 8192, overlap=True,
+                      software="pytorch")
+    assert buckets.communication_total_s > 2 * one.communication_total_s
 
 
 def test_optimizer_state_in_memory():
@@ -78,11 +88,17 @@ def test_optimizer_state_in_memory():
 
 
 def test_flops_based_compute_without_calibration():
-    """The H100 profile has no measured times: a step on b samples takes
-    s·(b + b½) + optimizer, s = 3·forward FLOPs / (peak · efficiency of the curve)."""
+    """A profile without the per-layer data (no SM count) keeps the FLOP-based curve:
+    a step on b samples takes s·(b + b½) + optimizer, s = 3·forward FLOPs / (peak ·
+    efficiency of the curve)."""
     from testbed.model.registry import get_model
+    from testbed.systems.profile import CurvePoint, load_system
     model = get_model("resnet50")
-    e = predict("h100-cluster", model, "serial", 1, 32, precision="bf16")
+    h100 = load_system("h100-cluster")
+    gpu = h100.gpu.model_copy(update={"sm_count": None, "compute_curves": {
+        "default": {"bf16": CurvePoint(efficiency=0.189, half_batch=30.8)}}})
+    legacy = h100.model_copy(update={"gpu": gpu})
+    e = predict(legacy, model, "serial", 1, 32, precision="bf16")
     s = model.forward_flops * 3 / (989.4e12 * 0.189)
     optimizer = model.parameters * (2 * (2 + 4 + 4) + 2) / 3350e9
     assert e.compute_model["s_per_sample"] == pytest.approx(s)

@@ -36,11 +36,12 @@ def test_efficiency_floor_and_reasons(h100):
 
 
 def test_top_ten_is_data_parallel_and_compute_bound(h100):
-    """Issue 10: 13 of the top 15 were communication-bound; with one ring per NIC and
-    the batch curve the leaders are data-parallel and compute-bound."""
+    """Issue 10: 13 of the top 15 were communication-bound; with one ring per NIC the
+    leaders are data-parallel and compute-bound (issue 18: on the default PyTorch eager
+    stack an H100 at 64 samples is host-bound, so the leaders keep 128 and more)."""
     top = h100.ranked(4096)[:10]
     assert top[0].strategy == "data"
-    assert sum(e.bottleneck == "compute" for e in top) >= 9
+    assert sum(e.bottleneck == "compute" for e in top[:5]) >= 4
 
 
 def test_pipeline_micro_batches_respect_the_minimum():

@@ -87,7 +87,7 @@ def test_bench_bad_input(cli):
 def test_slurm_cli_writes_file(cli, tmp_path):
     out = tmp_path / "run.sbatch"
     proc = cli("slurm", "--framework", "torch", "--run", "mpi-bench", "--nodes", "2",
-               "--gpus-per-node", "4", "-o", str(out))
+               "--gpus-per-node", "4", "--results", str(tmp_path / "results"), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "mpirun -np 8" in out.read_text()
     assert "unknown framework" in _one_line_error(cli("slurm", "--framework", "mxnet"))

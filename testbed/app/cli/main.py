@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "traces": ("traces", "traces"),
     "hpo": ("hpo", "hpo_group"),
     "precision-study": ("precision", "precision_study_cmd"),
+    "study": ("study", "study_group"),
     "real-run": ("realrun", "real_run"),
     "records": ("records", "records_group"),
     "calibrate": ("calibrate", "calibrate_cmd"),

@@ -7,8 +7,8 @@ import click
 from testbed.app.cli.common import Names, emit_json, positive, shape_option, table
 from testbed.errors import InputError
 from testbed.oracle import MODES, STRATEGIES, Estimate, Request, estimate, resolve_model
-from testbed.oracle.collectives import OPS, Fabric, bus_factor
-from testbed.oracle.fitted import fitted_links
+from testbed.oracle.collectives import OPS, bus_factor
+from testbed.oracle.context import network_for
 from testbed.oracle.request import DEFAULT_SCHEDULE, SCHEDULES
 from testbed.oracle.state import PRECISIONS
 from testbed.oracle.sweep import DEFAULT_MIN_BATCH_PER_GPU, DEFAULT_MIN_EFFICIENCY, sweep
@@ -107,6 +107,13 @@ def oracle() -> None:
 @click.option("--checkpoint-format", default=None,
               help="Calibrated profiles: the fitted checkpoint format (default: the "
                    "profile's, calibration.records_fit.checkpoint_format).")
+@click.option("--software", default=None,
+              help="Software stack of the profile's software section, by key or framework "
+                   "(pytorch, cuda-graphs, mxnet, tensorflow, paddle, …; default: the "
+                   "profile's).")
+@click.option("--bucket-mb", "bucket_mb", type=float, default=None,
+              help="Gradient bucket size in MB (PyTorch DDP's bucket_cap_mb; default: the "
+                   "stack's, 25).")
 @click.option("--micro-batches", type=int, help="Pipeline micro-batches (default min(B, 4p)).")
 @click.option("--schedule", type=Names(SCHEDULES, "pipeline schedule"), default=DEFAULT_SCHEDULE,
               show_default=True, help="Pipeline schedule.")
@@ -120,8 +127,8 @@ def oracle() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def predict_cmd(system, model, strategy, gpus, global_batch, group_size, input_shape, precision,
                 input_precision, optimizer, checkpoint_writers, checkpoint_tier, framework,
-                checkpoint_format, micro_batches, schedule, overlap, mode, mask_path,
-                epoch_samples, sample_bytes, as_json) -> None:
+                checkpoint_format, software, bucket_mb, micro_batches, schedule, overlap, mode,
+                mask_path, epoch_samples, sample_bytes, as_json) -> None:
     """Predict time per iteration and memory per GPU of one configuration."""
     positive(gpus, "--gpus")
     positive(global_batch, "--global-batch")
@@ -136,7 +143,7 @@ def predict_cmd(system, model, strategy, gpus, global_batch, group_size, input_s
                   sample_bytes=sample_bytes, epoch_samples=epoch_samples,
                   input_precision=input_precision, checkpoint_writers=checkpoint_writers,
                   checkpoint_tier=checkpoint_tier, framework=framework,
-                  checkpoint_format=checkpoint_format)
+                  checkpoint_format=checkpoint_format, software=software, bucket_MB=bucket_mb)
     est = estimate(req)
     if as_json:
         emit_json(est.to_dict())
@@ -174,11 +181,13 @@ def strategy_table(result, batch: int, top: int | None = None) -> str:
               help="Skip points below this share of the best per-GPU rate (0 keeps all).")
 @click.option("--strategy", "strategies", multiple=True, type=Names(STRATEGIES, "strategy"),
               help="Limit to these strategies.")
+@click.option("--software", default=None,
+              help="Software stack (default: the profile's; see oracle predict --software).")
 @click.option("--top", type=int, default=15, show_default=True, help="Rows per batch size.")
 @click.option("--json", "as_json", is_flag=True)
 def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precision,
-              input_precision, optimizer, min_batch_per_gpu, min_efficiency, strategies, top,
-              as_json) -> None:
+              input_precision, optimizer, min_batch_per_gpu, min_efficiency, strategies, software,
+              top, as_json) -> None:
     """Every feasible strategy × powers of two of GPUs, ranked, with the bottleneck."""
     positive(max_gpus, "--max-gpus")
     positive(top, "--top")
@@ -190,7 +199,7 @@ def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precisi
     result = sweep(mdl, sysp, batches, max_gpus=max_gpus, strategies=strategies or STRATEGIES,
                    group_size=group_size, precision=precision, optimizer=optimizer,
                    min_batch_per_gpu=min_batch_per_gpu, min_efficiency=min_efficiency,
-                   input_precision=input_precision)
+                   input_precision=input_precision, software=software)
     if as_json:
         emit_json({
             "model": mdl.name, "system": sysp.name,
@@ -217,11 +226,15 @@ def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precisi
 @click.option("--gpus", required=True, type=int)
 @click.option("--stride", type=int, default=1, show_default=True,
               help="GPUs between consecutive ranks (1: fill nodes first).")
+@click.option("--model", default=None,
+              help="Calibrated profiles: use this model's fitted network efficiencies "
+                   "(default: the median over the measured models), as oracle predict does.")
 @click.option("--json", "as_json", is_flag=True)
-def collective_cmd(system, op, size, gpus, stride, as_json) -> None:
+def collective_cmd(system, op, size, gpus, stride, model, as_json) -> None:
     """Time, algorithm bandwidth and bus bandwidth of one collective, as nccl-tests
     reports them (busbw = algbw × 2(n−1)/n all-reduce, (n−1)/n all-gather and
-    reduce-scatter, 1 broadcast)."""
+    reduce-scatter, 1 broadcast), on the same calibrated network ``oracle predict``
+    uses (fitted efficiencies and α–β of the profile's calibration)."""
     positive(gpus, "--gpus")
     positive(stride, "--stride")
     nbytes = parse_size_bytes(size, source="--bytes")
@@ -231,26 +244,104 @@ def collective_cmd(system, op, size, gpus, stride, as_json) -> None:
     if (gpus - 1) * stride + 1 > sysp.max_gpus:
         raise InputError(f"{gpus} ranks {stride} apart do not fit in {sysp.max_gpus} GPUs",
                          source="--gpus")
-    fabric = Fabric.from_spec(sysp.network, sysp.node.gpus_per_node,
-                              fitted=fitted_links(sysp))
+    net = network_for(sysp, model)
+    fabric = net.fabric
     cost = fabric.cost(op, nbytes, gpus, stride)
     fit = fabric.fitted_for(op, cost.tier, gpus) if fabric.fitted else None
     algbw = nbytes / cost.time_s if cost.time_s > 0 else 0.0
     out = {"system": sysp.name, "op": op, "bytes": nbytes, "gpus": gpus, "stride": stride,
-           "time_s": cost.time_s, "algorithm": cost.algorithm, "tier": cost.tier,
-           "algbw_GBps": algbw / 1e9, "busbw_GBps": algbw * bus_factor(op, gpus) / 1e9,
+           "time_s": cost.time_s, "algorithm": cost.algorithm, "protocol": cost.protocol,
+           "tier": cost.tier, "algbw_GBps": algbw / 1e9,
+           "busbw_GBps": algbw * bus_factor(op, gpus) / 1e9,
            "library": sysp.network.library,
            "basis": f"fitted α–β ({fit.backend}, {fit.processes} processes)" if fit
-           else "profile"}
+           else net.source}
     if as_json:
         emit_json(out)
         return
     click.echo(f"{op} of {format_bytes(nbytes)} among {gpus} GPU(s) on {sysp.name} "
-               f"({sysp.network.library}): {cost.algorithm} over {cost.tier} "
+               f"({sysp.network.library}): {cost.algorithm}/{cost.protocol} over {cost.tier} "
                f"[{out['basis']}]")
     click.echo(table(["time", "algbw (GB/s)", "busbw (GB/s)"],
                      [(format_duration(cost.time_s), f"{out['algbw_GBps']:.2f}",
                        f"{out['busbw_GBps']:.2f}")], align="rrr"))
+
+
+@oracle.command("layers")
+@click.option("--system", required=True, help="System profile name or YAML path.")
+@click.option("--model", required=True, help="Zoo model name or ParaDL .net file.")
+@click.option("--batch", required=True, type=int, help="Samples per GPU.")
+@click.option("--input-shape", help="Per-sample shape, e.g. 3x224x224.")
+@click.option("--precision", default=None, type=Names(PRECISIONS, "precision", fold_case=True),
+              help="Training precision (default: the system's usual one).")
+@click.option("--software", default=None, help="Software stack (default: the profile's).")
+@click.option("--top", type=int, default=15, show_default=True, help="Slowest layers shown.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def layers_cmd(system, model, batch, input_shape, precision, software, top, as_json) -> None:
+    """Where one GPU's training step goes, layer by layer (the per-layer model: GEMMs on
+    their roofline with tile waves, memory-bound kernels, the host's launches)."""
+    from testbed.oracle.kernels import step_times
+    from testbed.oracle.state import dtype_bytes
+
+    positive(batch, "--batch")
+    positive(top, "--top")
+    sysp = load_system(system)
+    if not sysp.gpu.per_layer:
+        raise InputError(f"system {sysp.name} has no per-layer data (gpu.sm_count, "
+                         f"gpu.gemm_efficiency, gpu.memory_bandwidth_GBps)", source="--system")
+    mdl = resolve_model(model, shape_option(input_shape))
+    prec = precision or sysp.gpu.training_precision
+    stack = sysp.software_stack(software)
+    t = step_times(mdl, batch, sysp.gpu, stack, prec, dtype_bytes(prec))
+    rows: list[dict] = [{"layer": lyr.name, "kind": lyr.kind, "forward_s": float(f),
+                         "backward_s": float(b)}
+                        for lyr, f, b in zip(mdl.layers, t.forward_gpu_s, t.backward_gpu_s,
+                                             strict=True)]
+    out = {"system": sysp.name, "model": mdl.name, "batch": batch, "precision": prec,
+           "software": stack.name, "gpu_s": t.gpu_s, "host_s": t.host_s,
+           "optimizer_s": t.optimizer_gpu_s, "step_s": t.total_s, "kernels": t.kernels,
+           "host_bound": t.host_bound, "layers": rows}
+    if as_json:
+        emit_json(out)
+        return
+    click.echo(f"{mdl.name} on one {sysp.gpu.model}, {batch} samples, {prec}, {stack.name}: "
+               f"step {format_duration(t.total_s)} (GPU {format_duration(t.gpu_s)}, host "
+               f"{format_duration(t.host_s)}{', host-bound' if t.host_bound else ''}), "
+               f"{t.kernels} kernels, optimizer {format_duration(t.optimizer_gpu_s)}")
+    slowest = sorted(rows, key=lambda r: -(r["forward_s"] + r["backward_s"]))[:top]
+    click.echo(table(["layer", "kind", "forward", "backward", "share"],
+                     [(r["layer"], r["kind"], format_duration(r["forward_s"]),
+                       format_duration(r["backward_s"]),
+                       f"{100 * (r['forward_s'] + r['backward_s']) / t.gpu_s:.1f}%")
+                      for r in slowest], align="llrrr"))
+
+
+@oracle.command("ledger")
+@click.option("--system", required=True, help="System profile name or YAML path.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def ledger_cmd(system, as_json) -> None:
+    """Every number of a profile and what it rests on: a datasheet, a measurement in this
+    repository, a fit on a named data set, or an assumption (issue 18)."""
+    from testbed.io.read import load_yaml
+    from testbed.systems.profile import profile_path
+    from testbed.systems.sources import ledger
+
+    sysp = load_system(system)
+    doc = load_yaml(str(profile_path(system)))
+    rows = ledger(doc.data if isinstance(doc.data, dict) else {}, sysp.sources)
+    if as_json:
+        emit_json({"system": sysp.name, "constants": rows})
+        return
+    click.echo(table(["constant", "value", "kind", "rests on"],
+                     [(r["path"], f"{r['value']:g}" if isinstance(r["value"], int | float)
+                       else str(r["value"]), r["kind"] or "MISSING",
+                       (r["ref"] or "") + (f" [fit on {', '.join(r['data'])}]" if r["data"]
+                                           else "")) for r in rows], align="lrll"))
+    missing = sum(1 for r in rows if r["kind"] is None)
+    kinds = {k: sum(1 for r in rows if r["kind"] == k)
+             for k in ("datasheet", "measurement", "fit", "assumed")}
+    click.echo(f"\n{len(rows)} constants: " + ", ".join(f"{v} {k}" for k, v in kinds.items())
+               + (f", {missing} without a source" if missing else ""))
 
 
 @oracle.command("verify")

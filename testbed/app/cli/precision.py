@@ -4,6 +4,11 @@ Trains the same small float32 MLP on inputs stored at each precision (fp64, fp32
 fp16, bf16, intK, mantM) and reports accuracy (and MAE) mean ± standard deviation over
 seeds, the change from fp64 and the no-skill forecast; see
 :mod:`real_runs.precision.study`. Frameworks load only when the command runs.
+
+``testbed study precision`` runs the same networks and adds what judging the claim
+needs: baselines (climatology, persistence, zero; the most frequent class and the
+nearest class mean), bootstrap intervals, paired tests against fp64, learning curves,
+the data's gaps and a verdict per task. This command stays as the quick table.
 """
 
 from __future__ import annotations
@@ -91,7 +96,7 @@ def _describe(result) -> str:
 
 
 @click.command("precision-study")
-@click.option("--dataset", required=True, metavar="hurricanes|digits|FILE.csv",
+@click.option("--dataset", required=True, metavar="hurricanes|digits|breast-cancer|FILE.csv",
               help="Shipped data set or a CSV file.")
 @click.option("--target", default=None, metavar="COLUMN",
               help="Target column (CSV; hurricanes: hurricanes or named_storms).")
@@ -101,7 +106,7 @@ def _describe(result) -> str:
 @click.option("--seeds", type=int, default=5, show_default=True,
               help="Number of seeds (0…N−1); each trains one network per precision.")
 @click.option("--framework", type=click.Choice(FRAMEWORK_NAMES), default="torch",
-              show_default=True)
+              show_default=True, help="Framework that trains the networks.")
 @click.option("--rounding", type=click.Choice(ROUNDINGS), default="nearest",
               show_default=True, help="Rounding of intK quantisation.")
 @click.option("--scale", "scale", type=click.Choice(["per-feature", "global"]),
@@ -112,7 +117,10 @@ def _describe(result) -> str:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def precision_study_cmd(dataset, target, precisions, seeds, framework, rounding, scale, plot,
                         as_json, quiet) -> None:
-    """Train one MLP on inputs stored at each precision; accuracy against fp64."""
+    """Train one MLP on inputs stored at each precision; accuracy against fp64.
+
+    For baselines, confidence intervals, paired tests and a verdict on the claim, use
+    `testbed study precision`."""
     from real_runs.precision.data import load_dataset
     from real_runs.precision.study import run_study
 

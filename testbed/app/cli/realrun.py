@@ -13,21 +13,43 @@ from pathlib import Path
 import click
 
 from real_runs.harness import DEVICES, PRECISIONS
+from real_runs.slurm import RUN_KINDS as SLURM_RUN_KINDS
 from testbed.app.cli.common import Names, emit_json, key_values
 from testbed.errors import InputError
 from testbed.io.write import check_writable_target
 from testbed.units import parse_duration_s, parse_shape
+
+#: Most checkpoints a run keeps (each is a full copy of the training state).
+MAX_KEEP = 1000
+#: Most repetitions of a format benchmark (each saves and loads the whole state).
+MAX_REPEATS = 10_000
 
 
 def _echo_table(rows: list[tuple[str, object]]) -> None:
     click.echo(key_values(rows))
 
 
+def in_range(value: int | None, option: str, lo: int, hi: int, what: str = "") -> None:
+    """Refuse an option outside ``lo…hi`` (the physical ranges of the measurement
+    records, :mod:`testbed.measurements`: a run of 10²⁰ steps is no measurement)."""
+    if value is None:
+        return
+    if value < lo and lo == 1:
+        raise InputError(f"{option.lstrip('-')} must be positive, got {value}", source=option)
+    if not lo <= value <= hi:
+        shown = f"{value:,}" if abs(value) < 10**30 else f"{value:.3g}"
+        raise InputError(f"must be in {lo:,}…{hi:,}{' ' + what if what else ''}, got {shown}",
+                         source=option)
+
+
 def _run_config(framework: str, model: str, steps: int, seed: int, checkpoint_every: int,
                 keep: int, processes: int = 1, **options):
     from real_runs.harness import RunConfig
-    if steps <= 0:
-        raise InputError(f"steps must be positive, got {steps}", field="--steps")
+    from testbed.measurements import MAX_SAMPLES, MAX_STEPS
+    in_range(steps, "--steps", 1, MAX_STEPS, "(the records' range of a run's steps)")
+    in_range(checkpoint_every, "--checkpoint-every", 0, MAX_STEPS)
+    in_range(keep, "--keep", 1, MAX_KEEP)
+    in_range(options.get("batch_size"), "--batch-size", 1, MAX_SAMPLES)
     shape = options.pop("input_shape", None)
     if shape is not None:
         options["input_shape"] = parse_shape(shape, source="--input-shape")
@@ -90,14 +112,16 @@ def train_cmd(framework, model, steps, checkpoint_every, keep, seed, kill_mtbf, 
     from real_runs.ckpt_store import CheckpointStore
     from real_runs.faults import mtbf_plan, parse_kill_trace
     from real_runs.supervisor import default_timeline_path, supervise
+    from testbed.measurements import MAX_PROCESSES
 
     if measurements:
         check_writable_target(measurements, field="--measurements")
+    if timeline:
+        check_writable_target(timeline, field="--timeline")
     cfg = _run_config(framework, model, steps, seed, checkpoint_every, keep, **options)
     if checkpoint_every <= 0:
         raise InputError("must be positive", field="--checkpoint-every")
-    if max_kills < 0:
-        raise InputError("must be >= 0", field="--max-kills")
+    in_range(max_kills, "--max-kills", 0, MAX_PROCESSES)
     if kill_mtbf and kill_trace:
         raise InputError("give --kill-mtbf or --kill-trace, not both")
     plan = []
@@ -108,8 +132,10 @@ def train_cmd(framework, model, steps, checkpoint_every, keep, seed, kill_mtbf, 
         if mtbf_s <= 0:
             raise InputError("must be positive", field="--kill-mtbf")
         plan = mtbf_plan(mtbf_s, seed, max_kills)
+    if ckpt_dir:
+        CheckpointStore(Path(ckpt_dir), cfg.framework, cfg.model, keep=keep).check_usable()
+    # every check has passed: only now is a folder made
     directory = Path(ckpt_dir) if ckpt_dir else Path(tempfile.mkdtemp(prefix="testbed-ckpt-"))
-    CheckpointStore(directory, cfg.framework, cfg.model, keep=keep).check_usable()
     timeline_path = Path(timeline) if timeline else default_timeline_path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     summary = supervise(cfg, directory, plan, timeline_path=timeline_path, max_kills=max_kills,
@@ -145,8 +171,7 @@ def checkpoint_bench_cmd(framework, model, width, repeats, formats, measurements
     from real_runs.harness import RunConfig, canonical_framework, check_model
     fw = canonical_framework(framework)
     check_model(model)
-    if repeats <= 0:
-        raise InputError("must be positive", field="--repeats")
+    in_range(repeats, "--repeats", 1, MAX_REPEATS)
     RunConfig(framework=fw, model=model, width=width, steps=1).validated().check_fits()
     if measurements:
         check_writable_target(measurements, field="--measurements")
@@ -216,48 +241,110 @@ def _step_metrics(timing: list[float], processes: int) -> dict:
 
 
 @real_run.command("slurm")
-@click.option("--framework", default="torch", show_default=True)
-@click.option("--model", default="mlp", show_default=True)
-@click.option("--run", "run_kind", type=click.Choice(["train", "ddp", "mpi-bench",
-                                                      "chainer-mpi", "calibration"]),
-              default="train", show_default=True)
+@click.option("--framework", default="torch", show_default=True,
+              help="torch, tensorflow or chainer (ddp and calibration: torch)")
+@click.option("--model", default="mlp", show_default=True, help="mlp, cnn, resnet or resnet18")
+@click.option("--run", "run_kind", type=click.Choice(list(SLURM_RUN_KINDS)), default="train",
+              show_default=True, help="what the job runs (see `real_runs.slurm`)")
 @click.option("--calibration", is_flag=True,
-              help="the calibration set on real GPUs (= --run calibration)")
-@click.option("--nodes", type=int, default=1, show_default=True)
-@click.option("--gpus-per-node", type=int, default=4, show_default=True)
-@click.option("--steps", type=int, default=100, show_default=True)
-@click.option("--checkpoint-every", type=int, default=10, show_default=True)
-@click.option("--time", "time_limit", default="1h", show_default=True)
-@click.option("--partition", default=None)
-@click.option("--account", default=None)
-@click.option("--seed", type=int, default=0, show_default=True)
+              help="the calibration job (= --run calibration)")
+@click.option("--name", default=None,
+              help="the results key: results/NAME, the job name (default KIND-FRAMEWORK-MODEL); "
+                   "resubmitting with the same name resumes")
+@click.option("--nodes", type=int, default=1, show_default=True, help="nodes of the job")
+@click.option("--gpus-per-node", type=int, default=None,
+              help="GPUs per node, one task each; 0: a CPU partition (default 4 for PyTorch "
+                   "GPU runs, 0 for chainer-mpi, hpo and TensorFlow/Chainer runs)")
+@click.option("--processes-per-node", type=int, default=2, show_default=True,
+              help="on CPUs (--gpus-per-node 0): tasks (ranks, processes) per node")
+@click.option("--cpus-per-task", type=int, default=8, show_default=True,
+              help="CPUs of each task (and OMP_NUM_THREADS)")
+@click.option("--steps", type=int, default=100, show_default=True, help="training steps")
+@click.option("--checkpoint-every", type=int, default=10, show_default=True,
+              help="steps between checkpoints")
+@click.option("--profile-steps", type=int, default=20, show_default=True,
+              help="train: steps of the step-time profile after the run")
+@click.option("--width", type=int, default=None, help="train: the model's width")
+@click.option("--batch-size", type=int, default=None, help="train: samples per step")
+@click.option("--kill-trace", default=None,
+              help="train: JSONL kill plan of the whole run (path on the cluster)")
+@click.option("--design", type=click.Choice(["quick", "full", "gpu"]), default=None,
+              help="calibration: the design measured (default gpu on GPUs, full on CPUs)")
+@click.option("--scenario", default=None, help="hpo: the scenario whose hpo: section runs")
+@click.option("--hpo-workers", type=int, default=None,
+              help="hpo: MPI workers (default: the job's tasks)")
+@click.option("--collective-repeats", type=int, default=None,
+              help="repetitions of each collective benchmark point (default: the benchmark's)")
+@click.option("--time", "time_limit", default="1h", show_default=True,
+              help="the job's time limit, e.g. 30min, 12h")
+@click.option("--signal-s", type=int, default=90, show_default=True,
+              help="seconds before the limit that Slurm warns the job (checkpoint, requeue)")
+@click.option("--max-requeues", type=int, default=10, show_default=True,
+              help="requeue at most this many times after a time-limit warning")
+@click.option("--partition", default=None, help="Slurm partition")
+@click.option("--account", default=None, help="Slurm account")
+@click.option("--seed", type=int, default=0, show_default=True, help="the run's seed")
 @click.option("--venv", default=None, help="virtual environment to activate (its folder)")
 @click.option("--module", "modules", multiple=True,
               help="a `module load` line (repeatable), e.g. --module cuda/12.4")
 @click.option("--workdir", default=None,
               help="the testbed repository on the cluster (default: the submit folder)")
-@click.option("--results", default=None, help="records folder (default results/JOBID)")
+@click.option("--results", default=None, help="results folder (default results/NAME)")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
-              help="write the script here (default: stdout)")
-def slurm_cmd(framework, model, run_kind, calibration, nodes, gpus_per_node, steps,
-              checkpoint_every, time_limit, partition, account, seed, venv, modules, workdir,
-              results, output) -> None:
-    """Write an sbatch script for the same run on a GPU cluster (srun/torchrun, mpirun),
-    with its environment set up (--module, --venv)."""
-    from real_runs.slurm import SlurmJob, render_sbatch
+              help="write the script here and make its results folder (default: stdout)")
+@click.option("--json", "as_json", is_flag=True,
+              help="with -o: what was written, as JSON (without -o the script is the output)")
+def slurm_cmd(run_kind, calibration, time_limit, modules, output, as_json, gpus_per_node,
+              **options) -> None:
+    """Write an sbatch script for the same run on a Slurm cluster (train, ddp, mpi-bench,
+    chainer-mpi, calibration, hpo): tasks per GPU, results under a name that resumes,
+    requeue at the time-limit warning, its environment set up (--module, --venv)."""
+    from real_runs.slurm import default_gpus, render_sbatch
     if calibration:
         if run_kind not in ("train", "calibration"):
             raise InputError("--calibration is a run of its own; drop --run", field="--run")
         run_kind = "calibration"
-    job = SlurmJob(framework=framework, model=model, run=run_kind, nodes=nodes,
-                   gpus_per_node=gpus_per_node, steps=steps, checkpoint_every=checkpoint_every,
-                   time_s=parse_duration_s(time_limit, source="--time"), partition=partition,
-                   account=account, seed=seed, venv=venv, modules=tuple(modules),
-                   workdir=workdir, results=results).validated()
+    job = _slurm_job(run_kind, time_limit, modules, gpus_per_node if gpus_per_node is not None
+                     else default_gpus(run_kind, options["framework"]), options)
     script = render_sbatch(job)
-    if output:
-        from testbed.io.write import write_text
-        write_text(check_writable_target(output, field="-o"), script, field="-o")
-        click.echo(f"wrote {output}")
-    else:
+    if not output:
         click.echo(script, nl=False)
+        return
+    from testbed.io.write import write_text
+    target = check_writable_target(output, field="-o")
+    logs, made = _results_folder(job)
+    write_text(target, script, field="-o")
+    if as_json:
+        emit_json({"script": str(target), "results": logs, "results_made": made,
+                   "name": job.job_name, "tasks_per_node": job.tasks_per_node,
+                   "gpus_per_node": job.gpus})
+        return
+    click.echo(f"wrote {output}; results and job.log go to {logs}")
+    click.echo(f"submit: sbatch {output}" if made else
+               f"not on this machine: mkdir -p {logs} on the cluster, then sbatch {output}")
+
+
+def _slurm_job(run_kind: str, time_limit: str, modules: tuple[str, ...], gpus: int,
+               options: dict):
+    from real_runs.slurm import SlurmJob
+    return SlurmJob(run=run_kind, gpus_per_node=gpus, modules=tuple(modules),
+                    time_s=parse_duration_s(time_limit, source="--time"), **options).validated()
+
+
+def _results_folder(job) -> tuple[str, bool]:
+    """Make the job's results folder (Slurm opens the log there before the script runs):
+    a relative one under --workdir (or here, the submit folder), when that folder is on
+    this machine; an absolute one when its parent is. The folder, and whether it exists."""
+    folder = Path(job.results_dir)
+    base = folder.parent if folder.is_absolute() else Path(job.workdir or ".")
+    if not folder.is_absolute():
+        folder = base / folder
+    if not base.is_dir():
+        return str(folder), False
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from testbed.io.write import os_reason
+        raise InputError(f"cannot make the results folder {folder}: {os_reason(exc)}",
+                         field="--results") from None
+    return str(folder), True

@@ -20,26 +20,27 @@ from testbed.units import format_duration
 
 
 def _plan(path: str):
-    from testbed.calibration.replay import plan_of_record, run_plan
+    """The run plan of a timeline (every event validated) or of the first
+    ``supervised_run`` record of a record file."""
+    from testbed.calibration.replay import (
+        check_replay_size,
+        plan_of_record,
+        read_timeline,
+        run_plan,
+    )
     from testbed.io.read import read_jsonl
     from testbed.measurements import SupervisedRun, parse_record
     lines = read_jsonl(path)
     if not lines:
         raise ScenarioError("empty timeline", source=path)
-    first_line, first = lines[0]
+    _, first = lines[0]
     if isinstance(first, dict) and "schema_version" in first:
         for line, value in lines:
             rec = parse_record(value, source=path, line=line)
             if isinstance(rec, SupervisedRun):
-                return plan_of_record(rec), rec.run_id or path
+                return check_replay_size(plan_of_record(rec), path, line), rec.run_id or path
         raise ScenarioError("no supervised_run record in this file", source=path)
-    events = []
-    for line, value in lines:
-        if not isinstance(value, dict) or "event" not in value or "t_s" not in value:
-            raise ScenarioError("not a timeline event (needs t_s and event)", source=path,
-                                line=line)
-        events.append(value)
-    return run_plan(events, path), path
+    return run_plan(read_timeline(path), path), path
 
 
 def replay(timeline: str, system: str) -> dict:

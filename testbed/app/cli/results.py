@@ -34,7 +34,7 @@ def export_table(store, sweep_id: str | None = None) -> tuple[list[str], list[li
     header = list(EXPORT_COLUMNS[:3]) + keys + list(EXPORT_COLUMNS[3:])
     rows = []
     for r in raw:
-        params = json.loads(r[2])
+        params = store.point_params(r[2])
         rows.append(list(r[:3]) + [_cell(params.get(k)) for k in keys] + list(r[3:]))
     return header, rows
 

@@ -19,6 +19,7 @@ from testbed.app.cli.common import emit_json, table
 from testbed.app.resolve import OracleComparison
 from testbed.errors import InputError
 from testbed.io.packaged import named_file, names
+from testbed.io.write import os_reason
 from testbed.units import format_bytes, format_duration
 
 DEFAULT_SCENARIO = "quickstart"
@@ -106,7 +107,18 @@ def run_cmd(scenario, out_dir, no_report, replications, seed, quiet, as_json) ->
     if not no_report:
         target = Path(out_dir) if out_dir else REPORTS_DIR / report_slug(sc.name, sc.source)
         if out_dir is None and not REPORTS_DIR.exists():
-            REPORTS_DIR.mkdir()
+            try:
+                here = Path.cwd()
+            except OSError:
+                raise InputError("the current folder no longer exists (pass -o DIR)",
+                                 field="-o") from None
+            check_report_target(here / REPORTS_DIR)      # the current folder
+            try:
+                REPORTS_DIR.mkdir()
+            except OSError as exc:
+                raise InputError(f"cannot make the report folder: {os_reason(exc)} (pass "
+                                 "-o DIR or --no-report)", source=str(REPORTS_DIR.resolve()),
+                                 field="-o") from None
         check_report_target(target)
     run = run_scenario(sc, replications=replications, seed=seed, study=not no_report,
                        events=not no_report, progress=wanted(quiet, as_json))

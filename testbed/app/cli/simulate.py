@@ -17,6 +17,7 @@ from simulators.run import event_log, simulate
 from testbed.app.cli.common import Names, emit_json, table
 from testbed.app.progress import Progress, wanted
 from testbed.app.resolve import resolve
+from testbed.app.resolve.runaway import refuse_stepwise
 from testbed.events import write_events
 from testbed.io.write import check_writable_target, write_text
 from testbed.outcomes import SimSummary
@@ -33,6 +34,8 @@ def run_simulation(scenario, replications: int | None = None, seed: int | None =
     if events_path is not None:
         check_writable_target(events_path, field="--events")
     spec = resolve(scenario)
+    refuse_stepwise(spec, engine=engine or scenario.simulation.engine,
+                    events=events_path is not None, option="drop --events")
     target = spec.target if replications is None else None     # adaptive replications
     reps = None if target is not None else (replications or scenario.simulation.replications)
     seed = scenario.simulation.seed if seed is None else seed

@@ -45,11 +45,13 @@ def sweep_cmd(scenario, grid, replications, seed, engine, executor, workers, sto
     """Simulate SCENARIO at every point of the --grid cross product, into --store."""
     from testbed.app.results_db import Store
     from testbed.app.sweep import aggregate, plan_sweep, run_sweep
-    from testbed.app.sweep.executors import require_mpi_launch
+    from testbed.app.sweep.executors import require_mpi_launch, worker_count
     from testbed.app.sweep.runner import SweepInterrupted
 
     if executor == "mpi":
         require_mpi_launch("sweep")
+    elif workers is not None:
+        worker_count(workers, 1)       # refused before the store exists
     plan = plan_sweep(scenario, grid, replications=replications, seed=seed, engine=engine,
                       common_seed=common)
     with Store(store_path) as store:

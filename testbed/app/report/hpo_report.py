@@ -21,8 +21,9 @@ from testbed.io.write import write_csv, write_text
 from testbed.units import format_duration
 
 #: Outcome → colour of an attempt's bar.
-OUTCOMES = {"completed": "#4C9F70", "paused": "#3B75AF", "failed": "#D1495B",
-            "preempted": "#EDAE49", "cancelled": "#9A9A9A", "running": "#CCCCCC"}
+OUTCOMES = {"completed": "#4C9F70", "paused": "#3B75AF", "stopped": "#8E6C8A",
+            "failed": "#D1495B", "preempted": "#EDAE49", "cancelled": "#9A9A9A",
+            "running": "#CCCCCC"}
 #: Most worker rows a Gantt chart draws (the rest are summarised in its caption).
 MAX_GANTT_ROWS = 64
 _DPI = 110

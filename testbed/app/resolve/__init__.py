@@ -24,6 +24,8 @@ is split by concern, bottom up:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from testbed.app.resolve.checkpoint import checkpoint_costs, interval_s, levels
 from testbed.app.resolve.cluster import lifecycle
 from testbed.app.resolve.failures import failure_model, windows
@@ -38,7 +40,6 @@ from testbed.app.resolve.paths import relative_path
 from testbed.app.resolve.runaway import expected_failures, refuse_runaway
 from testbed.app.resolve.sources import scenario_system
 from testbed.errors import Infeasible, InputError
-from testbed.oracle import Estimate
 from testbed.resilience.ckpt_policy import JobFigures
 from testbed.resilience.plan import JobPlan
 from testbed.resilience.spec import RunLimits, SimSpec, TargetCI, closed_form_wall_s
@@ -49,6 +50,9 @@ __all__ = ["OracleComparison", "expected_failures", "failure_model", "hpo_plan",
            "lifecycle", "oracle_comparison", "oracle_estimate", "oracle_request",
            "refuse_runaway", "relative_path", "resolve", "resolve_or_infeasible",
            "scenario_system"]
+
+if TYPE_CHECKING:                 # annotations only: the oracle loads when it runs
+    from testbed.oracle.estimate import Estimate
 
 
 def _nodes(sc: Scenario, system: SystemProfile | None) -> int:
@@ -128,14 +132,19 @@ def _resolve(sc: Scenario) -> SimSpec:
     plan = JobPlan.build(work_s, interval, lv, persist_s=ck.persist, restart_load_s=load,
                          step_s=step_s, steps=steps)
     win = windows(sc, plan)
-    analytical, daly = closed_form_wall_s(model, plan, cost_s=cost, restart_s=restart,
-                                          mtbf_s=mtbf, spares=life.spares, life=life,
-                                          nodes=nodes, windows=win)
     limits = RunLimits(max_failures=sc.simulation.max_failures,
                        max_simulated_s=sc.simulation.max_simulated_time, source=sc.source)
     target = _target(sc)
+    # a job that cannot finish is refused before the closed forms, which have no
+    # finite answer for it (a restart that never completes divides by zero)
     refuse_runaway(sc, plan, mtbf, restart, limits,
                    replications=target.max_reps if target else None)
+    try:
+        analytical, daly = closed_form_wall_s(model, plan, cost_s=cost, restart_s=restart,
+                                              mtbf_s=mtbf, spares=life.spares, life=life,
+                                              nodes=nodes, windows=win)
+    except (ZeroDivisionError, OverflowError):     # no finite closed form: none shown
+        analytical, daly = None, None
     return SimSpec(name=sc.name, plan=plan, failures=model, spares=life.spares,
                    lifecycle=life, windows=win, target=target, nodes=nodes, policy=ck.policy,
                    job_mtbf_s=mtbf, ckpt_cost_s=cost, restart_s=restart,

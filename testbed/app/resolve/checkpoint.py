@@ -9,13 +9,17 @@ and its interval — is the policy's own (:mod:`testbed.resilience.ckpt_policy`)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from testbed.app.resolve.paths import at
-from testbed.oracle import Estimate
 from testbed.resilience.ckpt_cost import checkpoint_cost, pfs_transfer_s
 from testbed.resilience.ckpt_policy import JobFigures, policy
 from testbed.resilience.plan import CkptLevel
 from testbed.scenario.schema import Scenario
 from testbed.systems.profile import SystemProfile
+
+if TYPE_CHECKING:                 # annotations only: the oracle loads when it runs
+    from testbed.oracle.estimate import Estimate
 
 
 def _storage_bandwidths(sc: Scenario, system: SystemProfile | None

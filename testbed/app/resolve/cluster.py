@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from testbed.app.resolve.sources import trace_rows
+from testbed.errors import InputError
 from testbed.resilience.distributions import Drawn
-from testbed.resilience.lifecycle import Lifecycle, RepairStage, Retirement, ScoreRule, WindowRule
+from testbed.resilience.lifecycle import (
+    CONVENTION_PRESETS,
+    Conventions,
+    Lifecycle,
+    Regeneration,
+    RepairStage,
+    Retirement,
+    ScoreRule,
+    WindowRule,
+)
 from testbed.scenario.schema import Scenario
 
 
@@ -40,6 +50,37 @@ def spares(sc: Scenario, nodes: int) -> int | None:
     return idle
 
 
+def conventions(sc: Scenario) -> Conventions:
+    """``cluster.conventions``: a preset by name, or each operation's convention."""
+    given = sc.cluster.conventions
+    if isinstance(given, str):
+        return CONVENTION_PRESETS[given]
+    return Conventions(given.host_selection, given.preemption, given.initial_selection,
+                       given.depletion, given.stalls)
+
+
+class GuardedPolicy:
+    """A user's host-selection policy whose failure is one line naming the scenario's
+    key, not a traceback from inside the simulator (picklable, for sweep workers)."""
+
+    def __init__(self, fn, ref: str, source: str | None) -> None:
+        self.fn, self.ref, self.source = fn, ref, source
+
+    def __call__(self, candidates, count, rng):
+        from testbed.resilience.policies import checked_choice
+        try:
+            chosen = self.fn(candidates, count, rng)
+        except Exception as exc:   # noqa: BLE001 - the user's code may raise anything
+            raise InputError(f"host-selection policy {self.ref!r} failed "
+                             f"({type(exc).__name__}): {str(exc)[:200]}", source=self.source,
+                             field="cluster.host_selection") from None
+        try:
+            return checked_choice(chosen, candidates, count, self.ref)
+        except InputError as exc:
+            raise InputError(exc.message, source=self.source,
+                             field="cluster.host_selection") from None
+
+
 def lifecycle(sc: Scenario, nodes: int) -> Lifecycle:
     """The scenario's cluster operations (pools, costs, repairs, diagnosis, nodes)."""
     cl = sc.cluster
@@ -51,8 +92,9 @@ def lifecycle(sc: Scenario, nodes: int) -> Lifecycle:
     policy_fn = None
     if ":" in cl.host_selection:
         from testbed.resilience.policies import load_policy
-        policy_fn = load_policy(cl.host_selection, source=sc.source,
-                                field="cluster.host_selection")
+        policy_fn = GuardedPolicy(load_policy(cl.host_selection, source=sc.source,
+                                              field="cluster.host_selection"),
+                                  cl.host_selection, sc.source)
     rep, ret, f = cl.repairs, cl.retirement, sc.failures
     per_node = f is not None and f.node_mtbf is not None
     for key, given in (("cluster.bad_nodes", cl.bad_nodes),
@@ -74,6 +116,10 @@ def lifecycle(sc: Scenario, nodes: int) -> Lifecycle:
         bad_fraction=cl.bad_nodes.fraction if cl.bad_nodes else 0.0,
         bad_multiplier=cl.bad_nodes.multiplier if cl.bad_nodes else 0.0,
         node_rates=_node_rates(sc, cl.node_rates) if cl.node_rates else None,
+        conventions=conventions(sc),
+        regeneration=Regeneration(cl.bad_nodes.regeneration.every,
+                                  cl.bad_nodes.regeneration.share)
+        if cl.bad_nodes and cl.bad_nodes.regeneration else None,
         retirement=None if ret is None else Retirement(
             window=WindowRule(ret.window.failures, ret.window.within) if ret.window else None,
             score=ScoreRule(ret.score.initial, ret.score.penalty, ret.score.increment,

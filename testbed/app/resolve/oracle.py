@@ -9,14 +9,17 @@ model, parallelism and system; :func:`oracle_comparison` is the strategy compari
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from testbed.app.resolve.paths import at
 from testbed.app.resolve.sources import named_system
 from testbed.errors import Infeasible
-from testbed.oracle import Estimate, Request, estimate, resolve_model
-from testbed.oracle.request import DEFAULT_SCHEDULE
-from testbed.oracle.sweep import SweepResult, sweep
+from testbed.oracle.request import DEFAULT_SCHEDULE, Request
 from testbed.scenario.schema import Scenario
+
+if TYPE_CHECKING:                 # the oracle's model is imported when it is asked
+    from testbed.oracle.estimate import Estimate
+    from testbed.oracle.sweep import SweepResult
 from testbed.units import parse_shape
 
 #: Global batch and GPU count of the strategy comparison when a scenario gives no
@@ -42,6 +45,7 @@ def oracle_request(sc: Scenario, *, field: str = "workload.steps") -> Request:
     system = named_system(sc)
     w = sc.workload
     with at(sc, "model"):
+        from testbed.oracle import resolve_model
         model = resolve_model(m.name, _input_shape(sc))
         return Request(model=model, system=system, strategy=p.strategy, gpus=p.gpus,
                        global_batch=p.global_batch, group_size=p.group_size,
@@ -58,6 +62,7 @@ def oracle_estimate(sc: Scenario, *, field: str = "workload.steps") -> Estimate:
     """The oracle's estimate for the scenario; infeasible raises :class:`Infeasible`."""
     req = oracle_request(sc, field=field)
     with at(sc, "parallelism"):
+        from testbed.oracle.estimate import estimate
         est = estimate(req)
     if not est.feasible:
         raise Infeasible(est.reason or "infeasible", source=sc.source, field="parallelism",
@@ -97,6 +102,9 @@ def oracle_comparison(sc: Scenario) -> OracleComparison | None:
     batch = par.global_batch if par else DEFAULT_COMPARISON_BATCH
     max_gpus = par.gpus if par else system.node.gpus_per_node
     with at(sc, "model"):
+        from testbed.oracle import resolve_model
+        from testbed.oracle.estimate import estimate
+        from testbed.oracle.sweep import sweep
         model = resolve_model(sc.model.name, _input_shape(sc))
         # every strategy's best configuration, however far behind the fastest: the
         # comparison shows what each costs (the sweep's efficiency floor is for ranking)

@@ -12,13 +12,18 @@ import math
 from testbed.errors import RunawayError
 from testbed.io.schema import line_for
 from testbed.resilience.plan import JobPlan
-from testbed.resilience.spec import RunLimits
+from testbed.resilience.spec import RunLimits, SimSpec
 from testbed.scenario.schema import Scenario
 from testbed.units import format_duration
 
 #: Most failures all replications of one run may simulate together (about ten minutes
 #: of one core at the fast path's ~2 µs per failure).
 MAX_TOTAL_FAILURES = 300_000_000
+#: Most checkpoint segments the step-by-step SimPy engine may walk in one replication,
+#: and so the most an event log (which it writes) may hold: measured here, 10⁵ segments
+#: take 2 s without a log and 5.5 s with one (3·10⁵ events, 24 MB); 2·10⁵ is ten
+#: seconds and ~50 MB. The fast engine has no such limit (closed forms per failure).
+MAX_STEPWISE_SEGMENTS = 200_000
 
 
 def expected_failures(plan: JobPlan, mtbf_s: float, restart_s: float,
@@ -83,3 +88,20 @@ def refuse_runaway(sc: Scenario, plan: JobPlan, mtbf_s: float, restart_s: float,
             f"simulate fewer replications (limits: simulation.max_failures, "
             f"simulation.max_simulated_time)", source=sc.source, field=where,
             line=line_for(sc.lines, where))
+
+
+def refuse_stepwise(spec: SimSpec, *, engine: str, events: bool, option: str | None = None
+                    ) -> None:
+    """Refuse, before simulating, a plan too long for the step-by-step engine or an
+    event log (more than :data:`MAX_STEPWISE_SEGMENTS` segments), naming the key."""
+    if engine != "simpy" and not events:
+        return
+    n = spec.plan.n_segments
+    if n > MAX_STEPWISE_SEGMENTS:
+        what = "an event log" if events else "the step-by-step simpy engine"
+        hint = f" ({option})" if option and events else ""
+        raise RunawayError(
+            f"{n:,} checkpoint segments are more than {what} can walk "
+            f"({MAX_STEPWISE_SEGMENTS:,}){hint}; checkpoint less often or use the fast "
+            "engine", source=spec.limits.source if spec.limits else None,
+            field="checkpoint.interval")

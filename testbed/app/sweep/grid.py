@@ -24,8 +24,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from testbed.errors import InputError
 
 _SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
@@ -51,21 +49,28 @@ def split_path(key: str, *, source: str = "--grid") -> list[str | int]:
             raise InputError(f"bad key path {key!r}: segment {seg!r} is not a key name "
                              "(optionally with [index])", source=source)
         parts.append(m.group(1))
-        parts.extend(int(i) for i in re.findall(r"\[(\d+)\]", m.group(2)))
+        indexes = re.findall(r"\[(\d+)\]", m.group(2))
+        if any(len(i) > 9 for i in indexes):
+            raise InputError(f"bad key path {key[:60]!r}: an index of more than 9 digits",
+                             source=source)
+        parts.extend(int(i) for i in indexes)
     return parts
 
 
 def _parse_value(text: str, source: str) -> Any:
+    """One grid value as YAML, through the input boundary (its digit, date and nesting
+    checks: a value of 5,000 digits or a date 9999-99-99 is one line)."""
+    from testbed.io.read import parse_yaml
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise InputError(f"value {text!r} is not valid YAML", source=source) from None
+        value = parse_yaml(text, source=source).data
+    except InputError as exc:
+        raise InputError(f"value {text[:60]!r}: {exc.message}", source=source) from None
     return text if value is None and text.strip() not in ("null", "~") else value
 
 
 def parse_axis(option: str) -> Axis:
     """Parse one ``key.path=v1,v2,...`` option."""
-    source = f"--grid {option}"
+    source = f"--grid {option if len(option) <= 80 else option[:77] + '...'}"
     if "=" not in option:
         raise InputError("expected key.path=value1,value2,...", source=source)
     key, _, rest = option.partition("=")

@@ -22,6 +22,7 @@ from typing import Any
 
 from simulators.run import replicate
 from testbed.app.resolve import resolve
+from testbed.app.resolve.runaway import refuse_stepwise
 from testbed.app.sweep.grid import Axis, apply_implications, apply_overrides, expand, parse_grid
 from testbed.app.sweep.points import Point, canonical_json, point_seed, scenario_hash, sha256_hex
 from testbed.errors import Infeasible, InputError, ScenarioError
@@ -106,6 +107,7 @@ def plan_points(raw: dict, base, source: str, overrides_list: list[dict[str, Any
             data = apply_implications(apply_overrides(raw, overrides), overrides)
             sc = scenario_from_dict(data, source=source, lines=base.lines)
             resolved = resolve(sc)
+            refuse_stepwise(resolved, engine=engine or sc.simulation.engine, events=False)
             spec: SimSpec | None = resolved
             fact = resolved.facts
         except Infeasible as exc:

@@ -28,6 +28,7 @@ from testbed.app.resolve import (
     oracle_estimate,
     resolve,
 )
+from testbed.app.resolve.runaway import refuse_stepwise
 from testbed.app.sweep.runner import plan_points, point_rows
 from testbed.outcomes import Replicated, SimSummary, replicated_from_rows
 from testbed.resilience.spec import SimSpec, SpecFacts, optimum_intervals_s
@@ -253,6 +254,7 @@ def run_scenario(sc: Scenario, *, replications: int | None = None, seed: int | N
     reps = replications or sc.simulation.replications
     seed = sc.simulation.seed if seed is None else seed
     engine = engine or sc.simulation.engine
+    refuse_stepwise(spec, engine=engine, events=events, option="or run with --no-report")
     total = reps * (1 + (study_size(spec) if study else 0))
     with Progress(total, unit="rep", desc=sc.name, enabled=progress) as bar:
         summary = simulate(spec, reps, seed, engine, progress=bar.update)
