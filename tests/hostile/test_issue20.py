@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import each
 from tests.hostile.cases import (
     CALIBRATION_CSV,
     DATASET,
@@ -315,7 +316,7 @@ def test_the_event_kinds_of_a_trace_are_those_of_testbed_events():
     from testbed.hpo.trace import event_model
     models = {kind: event_model(kind) for kind in ev.EVENT_KINDS}
     assert len(models) == len(ev.EVENT_KINDS) >= 20
-    for kind in ev.HPO_EVENT_KINDS:
+    for kind in each(ev.HPO_EVENT_KINDS):
         if kind != ev.NODE_UP:
             assert "trial" in models[kind].model_fields, kind
 
@@ -491,7 +492,7 @@ def test_two_sweeps_creating_one_new_store_at_once_both_succeed(tmp_path):
     procs = [subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = [p.communicate(timeout=120) for p in procs]
-    for p, (_, err) in zip(procs, results, strict=True):
+    for p, (_, err) in zip(each(procs), results, strict=True):
         assert p.returncode == 0, err[-1000:]
     db = sqlite3.connect(tmp_path / "new.db")
     assert db.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 3

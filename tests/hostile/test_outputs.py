@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import each
 from tests.hostile.cases import CALIBRATION_CSV, SCENARIO
 from tests.hostile.harness import assert_refused, run_bounded, run_in_process, tree_state
 
@@ -35,7 +36,7 @@ def _writers(work: Path, target: str) -> list[list[str]]:
                                     "/proc/self/testbed-out"])
 def test_unwritable_targets_are_refused_before_any_work(work, target):
     before = tree_state(work)
-    for args in _writers(work, target):
+    for args in each(_writers(work, target)):
         if args[0] == "run" and target == "a-folder":
             continue   # an empty folder is a fine report target
         out = run_in_process(args, cwd=work)
@@ -108,7 +109,7 @@ def test_a_device_or_fifo_in_the_targets_place_is_never_written(work, special):
     else:
         target.symlink_to("/dev/null")
     before = tree_state(work)
-    for args in _special_writers(str(target)):
+    for args in each(_special_writers(str(target))):
         out = run_bounded(args, cwd=work, timeout=60)
         assert_refused(out, names="target")
         assert "not a regular file" in out.stderr, (args, out.stderr)

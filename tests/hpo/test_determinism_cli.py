@@ -7,6 +7,7 @@ import json
 import pytest
 
 from testbed.app.cli.main import main
+from tests.conftest import each
 from tests.hpo.helpers import sim
 
 NOISY = {"search": "random", "n_trials": 200, "epoch_time": "5s", "scheduler": "asha",
@@ -28,7 +29,7 @@ def test_same_seed_same_bytes_and_other_seed_differs():
     s = a.summary
     assert s.failures > 0 and s.preemptions > 0 and s.node_failures > 0 and s.retries > 0
     assert s.trials_completed + s.trials_failed + s.trials_cancelled == s.trials
-    for line in a.log_text().splitlines()[:50]:
+    for line in each(a.log_text().splitlines()[:50]):
         rec = json.loads(line)
         assert list(rec) == sorted(rec)           # canonical: sorted keys
 

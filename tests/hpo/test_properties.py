@@ -7,6 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import each
 from tests.hpo.helpers import sim
 
 POLICIES = ["retry", "ignore", "cancel_successors", "fail"]
@@ -52,7 +53,7 @@ def test_schedule_invariants(case):
     held: dict[int, tuple[int, int]] = {}
     open_: set[tuple[int, int]] = set()
     last_t = 0.0
-    for t, kind, f in run.events:
+    for t, kind, f in each(run.events):
         assert t >= last_t - 1e-9          # the log is in time order
         last_t = t
         key = (f.get("trial"), f.get("attempt"))

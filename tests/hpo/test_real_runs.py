@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, each
 
 SCEN = str(REPO / "scenarios" / "hpo-digits-real.yaml")
 pytestmark = pytest.mark.frameworks
@@ -143,7 +143,7 @@ def test_killing_the_driver_and_rerunning_resumes(tmp_path):
     assert out["resumed"] and out["trials_completed"] == 12 and out["skipped"] >= len(finished)
     starts_after = dict(_count(db, "SELECT json_extract(fields, '$.trial'), count(*) FROM "
                                    "hpo_events WHERE event = 'trial_start' GROUP BY 1"))
-    for t in finished:                       # finished trials were not run again
+    for t in each(finished):                       # finished trials were not run again
         assert starts_after[t] == starts_before[t]
     lost = _count(db, "SELECT json_extract(fields, '$.trial') FROM hpo_events WHERE "
                       "json_extract(fields, '$.cause') = 'driver_lost'")

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from testbed.hpo.asha import Rung, rung_levels
 from testbed.hpo.hyperband import brackets
+from tests.conftest import each
 from tests.hpo.helpers import sim, starts
 
 
@@ -25,7 +26,7 @@ def test_asha_rung_levels():
     assert rung_levels(5, 5, 2) == (5,)
 
 
-@given(st.lists(st.tuples(st.integers(0, 20), st.booleans()), max_size=60),
+@given(st.lists(st.tuples(st.integers(0, 20), st.booleans()), min_size=1, max_size=60),
        st.integers(2, 4))
 def test_rung_equals_naive_top_k(ops, eta):
     """After every insertion (and promotions of the best promotable), the rung's
@@ -33,7 +34,7 @@ def test_rung_equals_naive_top_k(ops, eta):
     rung = Rung(eta)
     seen: list[tuple[float, int]] = []
     promoted: set[int] = set()
-    for trial, (value, promote) in enumerate(ops):
+    for trial, (value, promote) in enumerate(each(ops)):
         rung.add(float(value), trial)
         seen.append((float(value), trial))
         top = sorted(seen)[:len(seen) // eta]

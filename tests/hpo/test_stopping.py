@@ -21,6 +21,7 @@ from testbed.errors import ScenarioError
 from testbed.hpo.replay import replay_plan
 from testbed.hpo.stopping import StopRung, quantile
 from testbed.scenario.hpo import brackets
+from tests.conftest import each
 from tests.hpo.helpers import sim, starts
 
 SPACE = {"lr": {"low": 1e-4, "high": 1e-1, "log": True}, "optimizer": ["adam", "sgd"]}
@@ -36,7 +37,7 @@ def _asha(n: int, promotion: str, scheduler: str = "asha", **extra) -> dict:
        st.integers(2, 5))
 def test_stop_rung_equals_numpy_quantile(values, eta):
     rung = StopRung(eta)
-    for i, v in enumerate(values):
+    for i, v in enumerate(each(values)):
         before = values[:i]
         expect = not before or v <= np.quantile(before, 1.0 / eta)
         assert rung.decide(i, v) == expect
@@ -176,7 +177,7 @@ def test_a_real_stopping_sweep_continues_from_each_rung_and_decides_by_the_rule(
     starts = [e for e in events if e["event"] == "trial_start"]
     assert len(starts) == 7 and {e["to_epoch"] for e in starts} == {4}
     # each trial's table has every epoch it trained, up to where it stopped
-    for row in out["trials_table"]:
+    for row in each(out["trials_table"]):
         last = row["epochs"][-1][0]
         assert [e for e, _ in row["epochs"]] == list(range(1, last + 1))
         assert (last == 4) == (row["status"] == "completed")

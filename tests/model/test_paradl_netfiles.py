@@ -8,6 +8,7 @@ import pytest
 from testbed.errors import InputError, ScenarioError
 from testbed.model.netfile import export_net, parse_net
 from testbed.model.registry import get_model, list_models
+from tests.conftest import each
 
 
 @pytest.mark.parametrize(("filename", "weights"), [
@@ -49,7 +50,7 @@ def test_export_import_round_trip(name):
     back = parse_net(export_net(model), f"{name}.net").model
     assert len(back.layers) == len(model.layers)
     assert back.input_shape == model.input_shape
-    for ours, theirs in zip(model.layers, back.layers, strict=True):
+    for ours, theirs in zip(each(model.layers), back.layers, strict=True):
         assert ours.kind == theirs.kind
         assert (ours.x, ours.y) == (theirs.x, theirs.y), ours.name
         if ours.kind in ("conv", "deconv", "fc", "maxpool", "avgpool"):

@@ -6,6 +6,7 @@ import pytest
 
 from testbed.model.registry import get_model, list_models
 from testbed.model.zoo import shape_problems
+from tests.conftest import each
 
 IMAGENET = (3, 224, 224)
 
@@ -90,7 +91,7 @@ def test_cosmoflow_at_512_reproduces_paradl_file(paradl_dir):
     ref = load_net(paradl_dir / "COSMOFLOW.net").model
     built = get_model("cosmoflow", (4, 512, 512, 512))
     assert [ly.kind for ly in built.layers] == [ly.kind for ly in ref.layers]
-    for ours, theirs in zip(built.layers, ref.layers, strict=True):
+    for ours, theirs in zip(each(built.layers), ref.layers, strict=True):
         assert (ours.x, ours.y) == (theirs.x, theirs.y), ours.name
         if ours.kind in ("conv", "fc", "avgpool"):
             assert ours.w == theirs.w, ours.name

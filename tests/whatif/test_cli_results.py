@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+from tests.conftest import each
 from tests.whatif.conftest import REPO, env, run_testbed
 
 
@@ -55,7 +56,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, sweep_scenario):
         ("sweep", str(sweep_scenario), "--store", str(tmp_path / "no" / "dir.db")),
         ("sweep", str(sweep_scenario), "--workers", "0", "--store", str(tmp_path / "w.db")),
     ]
-    for args in cases:
+    for args in each(cases):
         proc = run_testbed(*args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr

@@ -16,6 +16,7 @@ import subprocess
 
 import pytest
 
+from tests.conftest import each
 from tests.whatif.conftest import INTERVALS, REPO, run_testbed
 
 CHECK_JS = (
@@ -65,7 +66,7 @@ def test_scenario_report_renders_every_plot(tmp_path):
     plots = {name for name, *_ in images}
     assert plots == {"breakdown", "ettr_interval", "checkpoint_cost", "timeline", "strategies"}
     assert len(files["plots"]) == len(images)
-    for name, complete, width, height in images:
+    for name, complete, width, height in each(images):
         assert complete and width > 300 and height > 200, name
     for csv in ("summary.csv", "breakdown.csv", "ettr_interval.csv", "strategies.csv"):
         assert (out / csv).stat().st_size > 0
@@ -83,7 +84,7 @@ def test_sweep_report_renders_every_plot(tmp_path, sweep_scenario):
     assert proc.returncode == 0, proc.stderr
     images = _images(out / "index.html", tmp_path / "profile")
     assert {name for name, *_ in images} == {"sweep_ettr", "sweep_breakdown"}
-    for name, complete, width, height in images:
+    for name, complete, width, height in each(images):
         assert complete and width > 300 and height > 200, name
     lines = (out / "points.csv").read_text().splitlines()
     assert len(lines) == 1 + 40
