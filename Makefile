@@ -59,8 +59,11 @@ bench: $(STAMP)
 	$(BIN)/python -m pytest -q tests -k bench --benchmark-enable --benchmark-only \
 	  --benchmark-columns=min,mean,max,rounds
 
+# refit the ABCI profile from the shared CSV into build/ (never into the package's profile)
 calibrate: $(STAMP)
-	$(BIN)/testbed calibrate ../shared/data/abci-paradl/calibration.csv --system abci-v100
+	@mkdir -p build
+	$(BIN)/testbed records import-paradl ../shared/data/abci-paradl/calibration.csv -o build/abci-paradl.jsonl
+	$(BIN)/testbed calibrate build/abci-paradl.jsonl --base abci-v100 -o build/abci-v100-calibrated.yaml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .benchmarks build *.egg-info

@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 
 from real_runs.env import ChildFailed, capture_environment, child_env, python_cmd
+from real_runs.method import Method
 from real_runs.records import (
     checkpoint_records,
     collective_records,
@@ -36,6 +37,9 @@ from real_runs.records import (
     utc_now,
 )
 from testbed.calibration.design import (
+    FIT_FILE,
+    HOLDOUT_FILE,
+    MANIFEST_FILE,
     CheckpointPart,
     CollectivePart,
     Design,
@@ -45,11 +49,8 @@ from testbed.calibration.design import (
 from testbed.io.write import write_json
 from testbed.measurements import Environment, Record, write_records
 
-FIT_FILE = "fit.jsonl"
-HOLDOUT_FILE = "holdout.jsonl"
-MANIFEST_FILE = "MANIFEST.json"
-#: Warm-up steps of every step-time configuration (allocator, kernel choice).
-WARMUP_STEPS = 3
+__all__ = ["FIT_FILE", "HOLDOUT_FILE", "MANIFEST_FILE", "Collected", "design_method",
+           "run_checkpoints", "run_collectives", "run_design", "run_steps", "run_supervised"]
 
 Progress = Callable[[str], None]
 
@@ -71,22 +72,34 @@ OPEN_ENDED_STEPS = 10**6
 
 
 def _cfg(p: StepPoint) -> dict:
-    return {"framework": p.framework, "model": p.model, "width": p.width,
-            "batch_size": p.batch, "precision": p.precision, "device": p.device,
-            "steps": OPEN_ENDED_STEPS}
+    cfg = {"framework": p.framework, "model": p.model, "width": p.width,
+           "batch_size": p.batch, "precision": p.precision, "device": p.device,
+           "steps": OPEN_ENDED_STEPS}
+    if p.depth is not None:
+        cfg["depth"] = p.depth
+    return cfg
+
+
+def design_method(design: Design) -> Method:
+    """The one measurement method (:mod:`real_runs.method`) with the design's warm-up,
+    rounds, steps per round and time budget — what ``real-run profile --warmup W
+    --rounds R --steps S`` measures too."""
+    return Method(warmup=design.warmup, rounds=design.rounds, steps=design.timed_steps,
+                  budget_s=design.step_budget_s).checked()
 
 
 def run_steps(points: tuple[StepPoint, ...], design: Design, out: Collected,
               progress: Progress) -> None:
-    """Single-process points in one ``stepbench`` child per framework; 2-process
-    points as gloo data-parallel profiles."""
+    """Single-process points in one ``stepbench`` child per framework; data-parallel
+    points as gloo profiles of their process count — both by the design's method."""
+    method = design_method(design)
     single = [p for p in points if p.processes == 1]
     for framework in sorted({p.framework for p in single}):
         mine = [p for p in single if p.framework == framework]
         progress(f"step times: {framework}, {len(mine)} configurations")
         args = ["--configs", json.dumps([_cfg(p) for p in mine]),
-                "--warmup", str(WARMUP_STEPS), "--steps", str(design.timed_steps),
-                "--budget-s", str(design.step_budget_s), "--rounds", str(design.rounds)]
+                "--warmup", str(method.warmup), "--steps", str(method.steps),
+                "--budget-s", str(method.budget_s), "--rounds", str(method.rounds)]
         proc = subprocess.run(python_cmd("real_runs.stepbench", *args), capture_output=True,
                               text=True, env=child_env(), timeout=1800)
         if proc.returncode != 0:
@@ -98,13 +111,16 @@ def run_steps(points: tuple[StepPoint, ...], design: Design, out: Collected,
             out.add(step_records(result, measured_at=stamp), p.holdout)
     for p in (p for p in points if p.processes > 1):
         from real_runs.harness import RunConfig
-        from real_runs.profile import profile_run
-        progress(f"data parallel: {p.model} w{p.width} b{p.batch} × {p.processes}")
-        cfg = RunConfig(framework=p.framework, model=p.model, width=p.width,
-                        batch_size=p.batch, precision=p.precision, steps=design.timed_steps)
-        report = profile_run(cfg, processes=p.processes)
+        from real_runs.profile import profile_grid
+        progress(f"data parallel: {p.model} w{p.width} b{p.batch} × {p.processes} "
+                 f"({p.gradient_sync})")
+        cfg = RunConfig(framework=p.framework, model=p.model, width=p.width, depth=p.depth,
+                        batch_size=p.batch, precision=p.precision, steps=method.steps)
+        report = profile_grid([cfg], processes=p.processes, method=method,
+                              gradient_sync=p.gradient_sync)[0]
         out.add(step_records(report["result"], measured_at=utc_now(), source="real_runs.ddp",
-                             processes=p.processes, backend="gloo"), p.holdout)
+                             processes=p.processes, backend="gloo",
+                             gradient_sync=p.gradient_sync), p.holdout)
 
 
 def run_collectives(part: CollectivePart, out: Collected, progress: Progress) -> None:

@@ -47,7 +47,9 @@ def bench_rank(rank: int, world: int, init_method: str, backend: str, sizes: tup
     import torch
     import torch.distributed as dist
 
+    from real_runs.method import load_1m, method_fields
     torch.set_num_threads(1)
+    load = load_1m()
     device = init_process_group(backend, rank, world, init_method, timeout_s=GROUP_TIMEOUT_S)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     samples: dict[tuple[str, int], list[float]] = {}
@@ -76,7 +78,10 @@ def bench_rank(rank: int, world: int, init_method: str, backend: str, sizes: tup
                         got.append(float(elapsed))
     rows = [{"op": op, "message_bytes": nbytes, "time_s": statistics.median(times),
              "min_time_s": min(times), "repeats": len(times), "processes": world,
-             "backend": backend}
+             "backend": backend,
+             "method": method_fields(warmup=WARMUP * rounds, rounds=rounds,
+                                     samples_per_round=max(len(times) // rounds, 1),
+                                     statistic="median", load=load)}
             for (op, nbytes), times in samples.items()]
     dist.barrier()
     dist.destroy_process_group()

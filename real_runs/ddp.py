@@ -276,7 +276,8 @@ def _reader(rank: int, stream, out: queue.Queue) -> None:
     out.put((rank, None))
 
 
-def _launch(world: int, cfg: RunConfig, ckpt_dir: str | None, kill: RankKill | None
+def _launch(world: int, cfg: RunConfig, ckpt_dir: str | None, kill: RankKill | None,
+            wrapper: str = "allreduce"
             ) -> tuple[list[subprocess.Popen[str]], queue.Queue[tuple[int, Any]]]:
     """Start the group's rank processes; their JSON lines arrive as (rank, record),
     (rank, None) when a rank's output ends."""
@@ -285,7 +286,7 @@ def _launch(world: int, cfg: RunConfig, ckpt_dir: str | None, kill: RankKill | N
     lines: queue.Queue[tuple[int, Any]] = queue.Queue()
     for rank in range(world):
         args = ["--rank", str(rank), "--world-size", str(world), "--master-port", str(port),
-                "--cfg", json.dumps(cfg.to_dict())]
+                "--cfg", json.dumps(cfg.to_dict()), "--wrapper", wrapper]
         if ckpt_dir:
             args += ["--ckpt-dir", ckpt_dir]
         if kill is not None and kill.rank == rank:
@@ -298,8 +299,10 @@ def _launch(world: int, cfg: RunConfig, ckpt_dir: str | None, kill: RankKill | N
 
 
 def supervise_group(cfg: RunConfig, ckpt_dir: Path | None, kills: list[RankKill], *,
-                    world: int = 2, timeout_s: float = 300.0) -> dict[str, Any]:
-    """Run a ``world``-process gloo job; each kill takes down one rank, and the whole
+                    world: int = 2, timeout_s: float = 300.0,
+                    wrapper: str = "allreduce") -> dict[str, Any]:
+    """Run a ``world``-process gloo job (gradients averaged by ``wrapper``: one
+    all-reduce after backward, or ``ddp``); each kill takes down one rank, and the whole
     group is then torn down and restarted from the newest intact group checkpoint."""
     cfg = cfg.validated()
     t0 = time.perf_counter()
@@ -307,7 +310,7 @@ def supervise_group(cfg: RunConfig, ckpt_dir: Path | None, kills: list[RankKill]
     incarnation, killed_ranks, loads, corrupt = 0, [], [], []
     while True:
         kill = kills[incarnation] if incarnation < len(kills) else None
-        procs, lines = _launch(world, cfg, str(ckpt_dir) if ckpt_dir else None, kill)
+        procs, lines = _launch(world, cfg, str(ckpt_dir) if ckpt_dir else None, kill, wrapper)
         results: dict[int, dict] = {}
         finished = 0
         victim_killed = False

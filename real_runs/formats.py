@@ -221,8 +221,11 @@ def bench(framework: str, model: str, width: int, repeats: int,
                          "save_min_s": min(save_times), "load_min_s": min(load_times)})
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    from real_runs.method import load_1m, method_fields
     return {"framework": cfg.framework, "model": model, "width": cfg.width,
             "depth": cfg.depth, "repeats": repeats,
+            "method": method_fields(warmup=0, rounds=1, samples_per_round=repeats,
+                                    statistic="median", load=load_1m()),
             "parameters": parameters, "predicted_state_bytes": state_bytes(parameters, "momentum"),
             "formats": rows, "env": capture_environment(cfg.framework).to_dict()}
 

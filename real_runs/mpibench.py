@@ -36,7 +36,10 @@ def fit_latency_bandwidth(sizes_bytes: list[int], times_s: list[float]) -> dict[
 
 def bench(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]] | None:
     from mpi4py import MPI
+
+    from real_runs.method import load_1m, method_fields
     comm = MPI.COMM_WORLD
+    load = load_1m()
     rank, world = comm.Get_rank(), comm.Get_size()
     rows = []
     for size in sizes:
@@ -61,7 +64,9 @@ def bench(sizes: tuple[int, ...], repeats: int) -> list[dict[str, Any]] | None:
             else:
                 assert gathered[-1] == world
             rows.append({"op": op, "message_bytes": count * 4, "time_s": statistics.median(samples),
-                         "min_time_s": min(samples), "repeats": repeats, "world_size": world})
+                         "min_time_s": min(samples), "repeats": repeats, "world_size": world,
+                         "method": method_fields(warmup=1, rounds=1, samples_per_round=repeats,
+                                                 statistic="median", load=load)})
     return rows if rank == 0 else None
 
 

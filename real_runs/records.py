@@ -25,28 +25,38 @@ def _env(env: Environment | dict) -> dict:
     return env.to_dict() if isinstance(env, Environment) else dict(env)
 
 
-def train_config(cfg: dict[str, Any], processes: int = 1, backend: str = "none") -> dict:
-    """``TrainConfig`` fields of a :class:`~real_runs.harness.RunConfig` dict."""
+def train_config(cfg: dict[str, Any], processes: int = 1, backend: str = "none",
+                 gradient_sync: str | None = None) -> dict:
+    """``TrainConfig`` fields of a :class:`~real_runs.harness.RunConfig` dict (a
+    data-parallel run's gradient synchronisation: ``after_backward`` or ``buckets``)."""
     shape = cfg.get("input_shape") or (1, 8, 8)
-    return {"framework": cfg["framework"], "model": cfg["model"],
-            "model_options": {k: int(cfg[k]) for k in ("width", "depth") if cfg.get(k)},
-            "input_shape": "x".join(str(int(d)) for d in shape),
-            "precision": cfg.get("precision", "fp32"), "batch_size": int(cfg["batch_size"]),
-            "processes": processes, "backend": backend,
-            "device": "gpu" if cfg.get("device") == "cuda" else "cpu"}
+    out = {"framework": cfg["framework"], "model": cfg["model"],
+           "model_options": {k: int(cfg[k]) for k in ("width", "depth") if cfg.get(k)},
+           "input_shape": "x".join(str(int(d)) for d in shape),
+           "precision": cfg.get("precision", "fp32"), "batch_size": int(cfg["batch_size"]),
+           "processes": processes, "backend": backend,
+           "device": "gpu" if cfg.get("device") == "cuda" else "cpu"}
+    if processes > 1:
+        out["gradient_sync"] = gradient_sync or "after_backward"
+    return out
+
+
+#: Step-time figures a benchmark result may carry (``SummaryMetrics`` fields).
+STEP_KEYS = ("steps", "step_s", "step_mean_s", "step_min_s", "step_cpu_s", "step_round_lo_s",
+             "step_round_hi_s", "step_jitter_s", "first_step_s", "forward_s", "backward_s",
+             "update_s", "allreduce_s", "peak_memory_bytes", "parameters", "final_loss")
 
 
 def step_records(result: dict[str, Any], *, measured_at: str | None = None,
                  run_id: str = "", source: str = "real_runs.stepbench",
-                 processes: int = 1, backend: str = "none") -> list[Record]:
-    """A step-time benchmark result (``real_runs.stepbench``) as records."""
-    config = train_config(result["cfg"], processes, backend)
-    keys = ("steps", "step_s", "step_mean_s", "step_min_s", "step_cpu_s", "first_step_s",
-            "forward_s", "backward_s", "update_s", "allreduce_s", "peak_memory_bytes",
-            "parameters", "final_loss")
-    metrics = {k: result[k] for k in keys if result.get(k) is not None}
+                 processes: int = 1, backend: str = "none",
+                 gradient_sync: str | None = None) -> list[Record]:
+    """A step-time benchmark result (``real_runs.stepbench``, ``real_runs.profile``) as
+    records, with the method it was measured by."""
+    config = train_config(result["cfg"], processes, backend, gradient_sync)
+    metrics = {k: result[k] for k in STEP_KEYS if result.get(k) is not None}
     common = {"env": _env(result["env"]), "measured_at": measured_at, "source": source,
-              "run_id": run_id}
+              "run_id": run_id, "method": result.get("method")}
     out = [make_record("train_summary", config=config, metrics=metrics, **common)]
     if result.get("layer_s"):
         out.append(make_record("layer_times", config=config,
@@ -57,10 +67,11 @@ def step_records(result: dict[str, Any], *, measured_at: str | None = None,
 def collective_records(rows: list[dict[str, Any]], env: Environment | dict, *,
                        measured_at: str | None = None, source: str = "",
                        nodes: int = 1) -> list[Record]:
-    """Collective micro-benchmark rows (``real_runs.collbench``, ``real_runs.mpibench``)."""
+    """Collective micro-benchmark rows (``real_runs.collbench``, ``real_runs.mpibench``),
+    each with the method it was measured by (its ``method`` entry)."""
     return [make_record("collective", env=_env(env), measured_at=measured_at, source=source,
                         op=row["op"], backend=row["backend"], processes=row["processes"],
-                        nodes=nodes,
+                        nodes=nodes, method=row.get("method"),
                         metrics={"message_bytes": row["message_bytes"], "time_s": row["time_s"],
                                  "min_time_s": row.get("min_time_s"),
                                  "repeats": row.get("repeats", 1)})
@@ -72,7 +83,8 @@ def checkpoint_records(report: dict[str, Any], *, measured_at: str | None = None
     """A checkpoint-format benchmark report (``real_runs.formats``) as records."""
     options = {k: int(report[k]) for k in ("width", "depth") if report.get(k)}
     return [make_record("checkpoint", env=_env(report["env"]), measured_at=measured_at,
-                        source=source, framework=report["framework"], format=row["format"],
+                        source=source, method=report.get("method"),
+                        framework=report["framework"], format=row["format"],
                         model=report["model"], model_options=options,
                         parameters=report["parameters"],
                         includes_optimizer=row["includes_optimizer"],
@@ -88,18 +100,27 @@ def checkpoint_records(report: dict[str, Any], *, measured_at: str | None = None
 def supervised_records(summary: dict[str, Any], *, measured_at: str | None = None,
                        run_id: str = "", source: str = "testbed real-run train") -> list[Record]:
     """A supervised run (``real_runs.supervisor.supervise``): the run and its restarts."""
+    from real_runs.method import load_1m, method_fields
     env = _env(summary["env"])
     kills = [{k: v for k, v in spec.items() if v not in (None, False)}
              for spec in summary.get("kill_plan", [])]
+    # one run, one figure each (its wall time; each restart), on the wall clock
+    method = method_fields(warmup=0, rounds=1, samples_per_round=1, statistic="single",
+                           load=load_1m())
     run = make_record(
         "supervised_run", env=env, measured_at=measured_at, source=source, run_id=run_id,
+        method=method,
         config=summary["config"], steps=summary["steps"],
         checkpoint_every=summary["checkpoint_every"], kills=kills,
-        metrics={k: summary[k] for k in ("wall_time_s", "kills", "restarts", "lost_steps",
-                                         "checkpoints_committed", "checkpoint_aborts")},
+        keep=int(summary.get("keep") or 3),
+        metrics={**{k: summary[k] for k in ("wall_time_s", "kills", "restarts", "lost_steps",
+                                            "checkpoints_committed", "checkpoint_aborts")},
+                 "kills_during_restart": int(summary.get("kills_during_restart") or 0),
+                 "fallbacks": len(summary.get("corruptions_detected") or [])},
         timeline=summary.get("timeline_records", []))
     restarts = [make_record(
         "restart", env=env, measured_at=measured_at, source=source, run_id=run_id,
+        method=method,
         framework=summary["framework"], model=summary["model"],
         incarnation=part["incarnation"],
         metrics={"restart_s": part["restart_s"], "process_start_s": part["process_start_s"],

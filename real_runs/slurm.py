@@ -11,8 +11,8 @@ Kinds of job (``--run``):
 * ``chainer-mpi``: Chainer data parallelism over mpi4py (on CPUs: it trains with NumPy,
   so it asks for no GPU);
 * ``calibration``: the calibration set part by part (``real_runs.slurm_calibration``:
-  design ``gpu`` on GPU nodes, ``full`` or ``quick`` on CPU nodes), the collectives of
-  ``torch.distributed`` (NCCL on GPUs, gloo on CPUs) and of MPI over every task of the
+  design ``gpu`` on GPU nodes, ``full``, ``quick`` or ``smoke`` on CPU nodes), the
+  collectives of ``torch.distributed`` (NCCL on GPUs, gloo on CPUs) and of MPI over every task of the
   allocation, every record checked at the end;
 * ``hpo``: a real HPO sweep on mpi4py.futures (``mpirun -np W+1 python -m
   mpi4py.futures -m testbed hpo run SCENARIO --executor mpi``: W workers and the
@@ -60,7 +60,7 @@ RUN_KINDS = ("train", "ddp", "mpi-bench", "chainer-mpi", "calibration", "hpo")
 #: Kinds whose processes train on the CPU whatever the node has (no GPU is asked for).
 CPU_ONLY_KINDS = ("chainer-mpi", "hpo")
 #: Calibration designs (``testbed.calibration.design.DESIGNS``) a job may measure.
-DESIGN_NAMES = ("quick", "full", "gpu")
+DESIGN_NAMES = ("smoke", "quick", "full", "gpu")
 #: What a Slurm partition, account or job-name word may contain.
 _WORD = re.compile(r"^[A-Za-z0-9._:@%+=,-]+$")
 #: What a results name may contain (it names a folder and the job).
@@ -274,8 +274,8 @@ def _check_kind(job: SlurmJob) -> None:
             raise InputError(f"unknown design {job.design!r}; known: {', '.join(DESIGN_NAMES)}",
                              field="--design")
         if (job.design == "gpu") != bool(job.gpus_per_node):
-            raise InputError("the gpu design measures GPUs, quick and full the CPU: give "
-                             "--design gpu with --gpus-per-node, quick/full with 0",
+            raise InputError("the gpu design measures GPUs, smoke, quick and full the CPU: "
+                             "give --design gpu with --gpus-per-node, the others with 0",
                              field="--design")
 
 

@@ -2,15 +2,14 @@
 
 ``python -m real_runs.stepbench --configs JSON`` imports the framework once, then for
 every configuration (a :class:`~real_runs.harness.RunConfig` as JSON) builds the model
-and data, runs ``warmup`` steps (allocator and kernel selection; never reported) and
-times ``steps`` more, each as forward / backward / update, in ``rounds`` round-robin
-rounds over all configurations. It writes one JSON line per configuration with the
-median step time and its split from its least disturbed round. Running every configuration
-in one process keeps the framework import (seconds) out of the design's wall time;
-each configuration still gets a freshly built model and optimizer.
-
-The step time is capped by a time budget per configuration (``budget_s``): a large
-model runs fewer timed steps (never fewer than :data:`MIN_STEPS`).
+and data and times it by the one measurement method (:mod:`real_runs.method`): warm-up
+steps, then rounds of timed steps round-robin over every configuration, each step on
+the wall clock as a run lives it (the batch fetched, forward, backward, the optimizer),
+the figure the median of the round medians. It writes one JSON line per configuration
+with that figure, its spread and jitter, the split of the median step and the method.
+Running every configuration in one process keeps the framework import (seconds) out of
+the design's wall time; each configuration still gets a freshly built model and
+optimizer.
 """
 
 from __future__ import annotations
@@ -23,43 +22,51 @@ import time
 import warnings
 from typing import Any
 
-#: Fewest timed steps of a configuration, whatever its budget.
-MIN_STEPS = 3
+from real_runs.method import MIN_STEPS, Method, summarise
 
 
 class Timed:
     """One configuration built and warmed up, timed in rounds."""
 
-    def __init__(self, cfg_data: dict[str, Any], warmup: int, steps: int, budget_s: float):
+    def __init__(self, cfg_data: dict[str, Any], method: Method):
         from real_runs.harness import RunConfig, Trainer, make_backend
 
         self.cfg = RunConfig.from_dict(cfg_data).validated()
         self.trainer = Trainer(self.cfg, make_backend(self.cfg.framework))
-        t0 = time.perf_counter()
-        self.trainer.train_until(warmup)
-        first = self.trainer.timings[0] if self.trainer.timings else None
-        self.first_step_s = (first.forward_s + first.backward_s + first.update_s) if first else None
-        per_step = (time.perf_counter() - t0) / max(warmup, 1)
-        self.steps = max(MIN_STEPS, min(steps, int(budget_s / max(per_step, 1e-6))))
+        warm: list[float] = []
+        for _ in range(max(method.warmup, 1)):
+            t0 = time.perf_counter()
+            self.trainer.train_until(self.trainer.step + 1)
+            warm.append(time.perf_counter() - t0)
+        self.first_step_s = warm[0]
+        # the budget from the last warm-up step (the first holds the warm-up itself)
+        per_step = warm[-1]
+        self.steps = max(MIN_STEPS, min(method.steps, int(method.budget_s / max(per_step, 1e-6))))
         self.trainer.timings.clear()
-        self.rounds: list[tuple[list, list[float]]] = []
+        self.rounds: list[tuple[list, list[float], list[float]]] = []
 
     def round(self) -> None:
-        """Time ``steps`` more steps (wall split per step, process CPU time per step)."""
+        """Time ``steps`` more steps: each one's wall time (the whole step), its process
+        CPU time, and the back end's forward / backward / update split."""
         trainer = self.trainer
         start = len(trainer.timings)
+        wall: list[float] = []
         cpu: list[float] = []
         for _ in range(self.steps):
-            c0 = time.process_time()
+            c0, w0 = time.process_time(), time.perf_counter()
             trainer.train_until(trainer.step + 1)
+            wall.append(time.perf_counter() - w0)
             cpu.append(time.process_time() - c0)
-        self.rounds.append((trainer.timings[start:], cpu))
+        self.rounds.append((trainer.timings[start:], wall, cpu))
 
-    def result(self, layer_steps: int = 0) -> dict[str, Any]:
-        """Figures of the round with the lowest median CPU time (the least disturbed by
-        other users of the machine), and per-layer times if asked."""
-        timings, cpu = min(self.rounds, key=lambda r: statistics.median(r[1]))
-        totals = [t.forward_s + t.backward_s + t.update_s for t in timings]
+    def result(self, method: Method, layer_steps: int = 0) -> dict[str, Any]:
+        """The figures of the rounds (:func:`real_runs.method.summarise`), the split of
+        the median step of the median round, and per-layer times if asked."""
+        summary = summarise([wall for _, wall, _ in self.rounds])
+        by_median = sorted(self.rounds, key=lambda r: statistics.median(r[1]))
+        timings, wall, cpu = by_median[(len(by_median) - 1) // 2]
+        mid = wall.index(statistics.median_low(wall))
+        split = timings[mid]
         backend = self.trainer.backend
         layer_s: dict[str, float] = {}
         if layer_steps and hasattr(backend, "enable_layer_timing"):
@@ -68,50 +75,64 @@ class Timed:
             self.trainer.train_until(self.trainer.step + layer_steps)
             layer_s = {k: (v - before.get(k, 0.0)) / layer_steps
                        for k, v in backend.layer_times().items()}
-        # the median step (the lower one of an even count) with its own split, so
-        # forward + backward + update is the step time exactly
-        mid = timings[totals.index(statistics.median_low(totals))]
         return {
-            "cfg": self.cfg.to_dict(), "steps": len(totals), "rounds": len(self.rounds),
-            "step_s": mid.forward_s + mid.backward_s + mid.update_s,
-            "step_mean_s": statistics.fmean(totals),
-            "step_min_s": min(totals), "step_cpu_s": statistics.median(cpu),
+            "cfg": self.cfg.to_dict(), "steps": summary.samples, "rounds": len(self.rounds),
+            "steps_per_round": self.steps,
+            "step_s": summary.value, "step_round_lo_s": summary.round_lo,
+            "step_round_hi_s": summary.round_hi, "step_jitter_s": summary.jitter,
+            "step_mean_s": statistics.fmean(w for _, ws, _ in self.rounds for w in ws),
+            "step_min_s": min(w for _, ws, _ in self.rounds for w in ws),
+            "step_cpu_s": statistics.median(c for _, _, cs in self.rounds for c in cs),
             "first_step_s": self.first_step_s,
-            "forward_s": mid.forward_s, "backward_s": mid.backward_s, "update_s": mid.update_s,
+            "forward_s": split.forward_s, "backward_s": split.backward_s,
+            "update_s": split.update_s,
             "parameters": int(backend.parameter_count()),
             "peak_memory_bytes": int(backend.peak_memory_bytes()),
             "final_loss": float(self.trainer.losses[-1]),
-            "timings": [[t.forward_s, t.backward_s, t.update_s] for t in timings],
+            "timings": [[t.forward_s, t.backward_s, t.update_s] for r in self.rounds
+                        for t in r[0]],
+            "wall_s": [w for _, ws, _ in self.rounds for w in ws],
             "layer_s": layer_s,
         }
 
 
-def time_configs(configs: list[dict[str, Any]], warmup: int, steps: int, budget_s: float,
-                 rounds: int = 1, layer_steps: int = 0) -> list[dict[str, Any]]:
-    """Build every configuration, then time them round-robin ``rounds`` times, so a
-    burst of load on a shared machine spoils one round of a configuration, not all."""
-    timed = [Timed(c, warmup, steps, budget_s) for c in configs]
-    for _ in range(rounds):
+def time_configs(configs: list[dict[str, Any]], method: Method,
+                 layer_steps: int = 0) -> list[dict[str, Any]]:
+    """Build and warm up every configuration, then time them round-robin
+    ``method.rounds`` times, so a burst of load on a shared machine spoils one round of
+    a configuration, not all (see :mod:`real_runs.method`)."""
+    from real_runs.method import load_1m, method_fields
+    load = load_1m()
+    timed = [Timed(c, method) for c in configs]
+    for _ in range(method.rounds):
         for t in timed:
             t.round()
-    return [t.result(layer_steps) for t in timed]
+    out = []
+    for t in timed:
+        result = t.result(method, layer_steps)
+        result["method"] = method_fields(
+            warmup=max(method.warmup, 1), rounds=method.rounds, samples_per_round=t.steps,
+            statistic="median of round medians", load=load)
+        out.append(result)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     parser = argparse.ArgumentParser(prog="real_runs.stepbench")
     parser.add_argument("--configs", required=True, help="JSON list of RunConfig dicts")
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--budget-s", type=float, default=2.0)
+    parser.add_argument("--warmup", type=int, default=Method.warmup)
+    parser.add_argument("--steps", type=int, default=Method.steps)
+    parser.add_argument("--budget-s", type=float, default=Method.budget_s)
     parser.add_argument("--layer-steps", type=int, default=0)
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=Method.rounds)
     args = parser.parse_args(argv)
     from real_runs.env import capture_environment, write_json_lines
+    method = Method(warmup=args.warmup, rounds=max(args.rounds, 1), steps=args.steps,
+                    budget_s=args.budget_s)
 
     def results() -> list[dict[str, Any]]:
-        out = time_configs(json.loads(args.configs), args.warmup, args.steps, args.budget_s,
-                           max(args.rounds, 1), args.layer_steps)
+        out = time_configs(json.loads(args.configs), method, args.layer_steps)
         env = None
         for result in out:
             if env is None:   # after the builds: the framework is loaded

@@ -54,10 +54,15 @@ class Timeline:
     sink: Path | None = None
     written: int = 0
 
-    def add(self, event: str, **fields: Any) -> None:
+    def add(self, event: str, t_s: float | None = None, **fields: Any) -> None:
+        """Book ``event`` at ``t_s`` seconds after the run began (default: now)."""
         if event not in ev.EVENT_KINDS:
             raise ValueError(event)
-        record = {"t_s": time.perf_counter() - self.t0, "event": event, **fields}
+        now = time.perf_counter() - self.t0
+        t = now if t_s is None else min(max(t_s, 0.0), now)
+        if self.records:                 # the timeline stays in order
+            t = max(t, self.records[-1]["t_s"])
+        record = {"t_s": t, "event": event, **fields}
         self.records.append(record)
         # ``job_start`` waits for the run's first real event: a run refused before it
         # trains (another run's checkpoint, say) leaves the folder exactly as it was
@@ -211,6 +216,7 @@ class _Run:
 
     timeline: Timeline
     kills: int = 0
+    kills_during_restart: int = 0
     restarts: int = 0
     lost_steps: int = 0
     aborts: int = 0
@@ -236,61 +242,72 @@ class _Incarnation:
     writing: int | None = None
 
 
+def event_time_s(run: _Run, rec: dict[str, Any]) -> float:
+    """When a worker's event happened, in seconds since the run began: its ``at`` (the
+    worker's reading of the system-wide monotonic clock), else when it was read; never
+    later than now nor before the run began."""
+    now = time.perf_counter() - run.timeline.t0
+    at = rec.get("at")
+    if isinstance(at, (int, float)) and not isinstance(at, bool) and at == at:
+        return min(max(float(at) - run.timeline.t0, 0.0), now)
+    return now
+
+
 def _on_record(run: _Run, cur: _Incarnation, rec: dict[str, Any]) -> None:
-    """Book one record of the worker's protocol."""
+    """Book one record of the worker's protocol, at the time it happened."""
     tl = run.timeline
     kind = rec.get("event")
+    when = event_time_s(run, rec)
     if rec.get("type") == "result":
         run.result = rec
     elif kind == "ready" and run.clock is not None:
-        run.clock.ready_t = time.perf_counter() - tl.t0
+        run.clock.ready_t = when
         run.clock.setup_s = float(rec.get("setup_s", 0.0))
         run.clock.import_s = float(rec.get("import_s", 0.0))
         run.clock.process_start_s = max(float(rec.get("started_wall", cur.inc.spawn_wall))
                                         - cur.inc.spawn_wall, 0.0)
     elif kind == "corruption_detected":
         run.corruptions.append({"step": rec["step"], "reason": rec["reason"]})
-        tl.add(ev.CORRUPTION_DETECTED, step=rec["step"], reason=rec["reason"])
+        tl.add(ev.CORRUPTION_DETECTED, t_s=when, step=rec["step"], reason=rec["reason"])
     elif kind == "load":
-        tl.add(ev.LOAD, step=rec["step"], duration_s=rec["duration_s"])
+        tl.add(ev.LOAD, t_s=when, step=rec["step"], duration_s=rec["duration_s"])
         if run.clock is not None:
-            run.clock.load_t = time.perf_counter() - tl.t0
+            run.clock.load_t = when
             run.clock.load_s = float(rec["duration_s"])
             run.clock.ckpt_bytes = run.commit_bytes.get(int(rec["step"]), 0)
     elif kind == "step":
         cur.step = rec["step"]
         if not cur.resumed:
-            _resumed(run, cur.step)
+            _resumed(run, cur.step, when)
             cur.resumed = True
         if cur.range_start is None:
             cur.range_start = cur.step
     elif kind == "checkpoint_begin":
         if cur.range_start is not None:
-            tl.add(ev.STEPS, start_step=cur.range_start, end_step=rec["step"])
+            tl.add(ev.STEPS, t_s=when, start_step=cur.range_start, end_step=rec["step"])
             cur.range_start = None
         cur.writing = rec["step"]
-        tl.add(ev.CHECKPOINT_BEGIN, step=rec["step"])
+        tl.add(ev.CHECKPOINT_BEGIN, t_s=when, step=rec["step"])
     elif kind == "checkpoint_commit":
         cur.writing = None
         run.commits += 1
         run.commit_bytes[int(rec["step"])] = int(rec["bytes"])
-        tl.add(ev.CHECKPOINT_COMMIT, step=rec["step"], bytes=rec["bytes"],
+        tl.add(ev.CHECKPOINT_COMMIT, t_s=when, step=rec["step"], bytes=rec["bytes"],
                duration_s=rec["duration_s"])
 
 
-def _resumed(run: _Run, step: int) -> None:
-    """The first step of a restarted incarnation: the restart is over."""
+def _resumed(run: _Run, step: int, t: float) -> None:
+    """The first step of a restarted incarnation (done at ``t``): the restart is over."""
     lost = 0
     if run.last_step_before_kill is not None:
         lost = max(run.last_step_before_kill - (step - 1), 0)
         run.lost_steps += lost
         run.last_step_before_kill = None
-    t = time.perf_counter() - run.timeline.t0
     parts = run.clock.fields(t) if run.clock is not None else {}
     if run.clock is not None:
         run.restart_parts.append({"incarnation": run.restarts, "restart_s": t - run.clock.killed_t,
                                   "lost_steps": lost, **parts})
-    run.timeline.add(ev.RESTART_END, step=step - 1, lost_steps=lost, **parts)
+    run.timeline.add(ev.RESTART_END, t_s=t, step=step - 1, lost_steps=lost, **parts)
     run.clock = None
 
 
@@ -306,18 +323,25 @@ def _should_fire(cur: _Incarnation, run: _Run, now: float) -> bool:
 
 
 def _kill(run: _Run, cur: _Incarnation, spec: KillSpec) -> None:
+    tl = run.timeline
+    killed_t = time.perf_counter() - tl.t0        # when the signal went, not when reaped
     cur.inc.proc.send_signal(signal.SIGKILL)
     cur.inc.proc.wait()
-    tl = run.timeline
     run.kills += 1
     if cur.writing is not None:
         run.aborts += 1
-        tl.add(ev.CHECKPOINT_ABORT, step=cur.writing)
+        tl.add(ev.CHECKPOINT_ABORT, t_s=killed_t, step=cur.writing)
     if cur.range_start is not None and cur.step is not None:
-        tl.add(ev.STEPS, start_step=cur.range_start, end_step=cur.step)
-    tl.add(ev.FAILURE, cause="sigkill", node=0, step=cur.step or 0, when=spec.describe(),
-           at_step=spec.at_step, at_s=spec.at_s, during_checkpoint=spec.during_checkpoint)
-    run.clock = RestartClock(killed_t=time.perf_counter() - tl.t0)
+        tl.add(ev.STEPS, t_s=killed_t, start_step=cur.range_start, end_step=cur.step)
+    tl.add(ev.FAILURE, t_s=killed_t, cause="sigkill", node=0, step=cur.step or 0,
+           when=spec.describe(), at_step=spec.at_step, at_s=spec.at_s,
+           during_checkpoint=spec.during_checkpoint)
+    if run.clock is not None:
+        # killed again before the last restart was over: that restart runs on from the
+        # first kill (its time is restart time, not lost)
+        run.kills_during_restart += 1
+    else:
+        run.clock = RestartClock(killed_t=killed_t)
     if cur.step is not None:
         run.last_step_before_kill = cur.step
 
@@ -367,7 +391,7 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
     incarnation = 0
     run.timeline.add(ev.JOB_START, incarnation=0, framework=cfg.framework, model=cfg.model,
                      steps=cfg.steps, checkpoint_every=cfg.checkpoint_every,
-                     config=run_config_fields(cfg))
+                     keep=cfg.keep, config=run_config_fields(cfg))
     while run.result is None:
         spec = plan[incarnation] if incarnation < len(plan) and run.kills < max_kills else None
         request = {"cfg": cfg.to_dict(), "ckpt_dir": str(ckpt_dir), "resume": True,
@@ -405,12 +429,12 @@ def _summary(cfg: RunConfig, run: _Run, plan: list[KillSpec], wall0: float, *, v
     summary: dict[str, Any] = {
         "framework": cfg.framework, "model": cfg.model, "seed": cfg.seed, "steps": cfg.steps,
         "checkpoint_every": cfg.checkpoint_every, "kills": run.kills,
-        "restarts": run.restarts, "wall_time_s": time.perf_counter() - wall0,
+        "kills_during_restart": run.kills_during_restart, "restarts": run.restarts, "wall_time_s": time.perf_counter() - wall0,
         "lost_steps": run.lost_steps, "checkpoints_committed": run.commits,
         "checkpoint_aborts": run.aborts, "corruptions_detected": run.corruptions,
         "damaged": run.damages, "final_params_sha256": result["params_sha256"],
         "losses": result["losses"], "identical_to_uninterrupted": None, "env": result["env"],
-        "config": run_config_fields(cfg), "restart_parts": run.restart_parts,
+        "config": run_config_fields(cfg), "keep": cfg.keep, "restart_parts": run.restart_parts,
         "kill_plan": [asdict(spec) for spec in plan[:run.kills]],
         "timeline_records": run.timeline.records,
     }
@@ -420,6 +444,14 @@ def _summary(cfg: RunConfig, run: _Run, plan: list[KillSpec], wall0: float, *, v
         summary["identical_to_uninterrupted"] = bool(
             reference["params_sha256"] == result["params_sha256"]
             and reference["losses"] == result["losses"])
+    restores = sum(1 for r in run.timeline.records if r.get("event") == ev.LOAD)
+    summary["checkpoint_restores"] = restores
+    summary["warnings"] = []
+    if run.kills and not restores:
+        summary["warnings"].append(
+            "nothing was restored: every kill came before the first committed checkpoint, "
+            "so identical_to_uninterrupted does not test a restore (kill later or lower "
+            "--checkpoint-every)")
     if timeline_path is not None:
         summary["timeline"] = str(timeline_path)
     summary["timeline_events"] = len(run.timeline.records)

@@ -167,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def emit(record: dict[str, Any]) -> None:
         record.setdefault("type", "event")
+        if record["type"] == "event":
+            # when it happened (the system-wide monotonic clock the supervisor reads
+            # too): the supervisor books the event then, not when it got to reading it
+            record.setdefault("at", time.perf_counter())
         proto.write(json.dumps(record) + "\n")
         proto.flush()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from testbed.outcomes import OpsCounts, RepResult, close_books
 from testbed.resilience import ops as cops
-from testbed.resilience.ops import ClusterOps
+from testbed.resilience.ops import ClusterOps, HoldTimes
 from testbed.resilience.spec import SimSpec
 
 #: The cluster counters a replication's :class:`OpsCounts` takes over as they are.
@@ -33,30 +33,22 @@ def ops_counts(ops: ClusterOps, times: dict[str, float], planned: int,
         maintenance_s=times[cops.MAINTENANCE], depleted=depleted)
 
 
-class JobBooks:
-    """The job's position and booked seconds (see the module docstring)."""
+class JobBooks(HoldTimes):
+    """The job's position and booked seconds (see the module docstring; the holds'
+    seconds are :class:`~testbed.resilience.ops.HoldTimes`)."""
 
     def __init__(self, spec: SimSpec, ops: ClusterOps) -> None:
+        super().__init__()
         self.spec, self.plan, self.ops = spec, spec.plan, ops
         self.causes = spec.failures.causes
         self.lose_work = spec.failures.lose_work
         self.windows = spec.windows
         self.stop_ckpt_s = self.plan.stop_ckpt_s if self.lose_work else 0.0
         self.c, self.off, self.floor = 0, 0.0, (0, 0.0)
-        self.ckpt_s = self.restart_s = self.wait_s = 0.0
+        self.ckpt_s = 0.0
         self.commits = self.planned = 0
         self.by_cause = [0] * len(self.causes)
-        self.times = dict.fromkeys(cops.RESTART_KINDS | cops.WAIT_KINDS, 0.0)
         self.depleted = False
-
-    def book(self, kind: str, spent_s: float) -> None:
-        """Book ``spent_s`` of a hold of ``kind`` (restart or wait, and its own total)."""
-        if kind in cops.RESTART_KINDS:
-            self.restart_s += spent_s
-        elif kind in cops.WAIT_KINDS:
-            self.wait_s += spent_s
-        if kind in self.times:
-            self.times[kind] += spent_s
 
     def rollback(self, survives: frozenset[str] | None) -> None:
         """Back to the newest checkpoint that survives the failure (or the planned-stop

@@ -28,6 +28,10 @@ class _Job(JobBooks):
     def __init__(self, spec: SimSpec, ops: ClusterOps) -> None:
         super().__init__(spec, ops)
         self.end_t = 0.0
+        #: per cause: (levels it survives, detection, requeue)
+        self.cause_info = [(c.survives, c.detect_s, c.restart_s) for c in self.causes]
+        #: a single level (or none) loads the same at every checkpoint
+        self.load_at = self.plan.load_of(1) if len(self.plan.levels) <= 1 else None
 
     def drive(self, holds, t: float, on_done=None) -> tuple[str | None, float]:
         """(None, end) when the holds are over, ('fail', time) when a failure cuts one
@@ -57,29 +61,26 @@ class _Job(JobBooks):
         """Failures and the restart after them; the time the job runs again (None:
         depleted). Without maintenance windows the restart runs without a generator
         (:meth:`ClusterOps.recover`, the same steps as :meth:`ClusterOps.recovery`)."""
-        ops = self.ops
-        causes, by_cause = self.causes, self.by_cause
+        ops, info, by_cause = self.ops, self.cause_info, self.by_cause
+        survives, detect, requeue = None, 0.0, 0.0
         while True:
-            info = ops.fail(t)
-            survives = None
-            detect = requeue = 0.0
-            if causes:
-                cause = causes[info.cause]
-                by_cause[info.cause] += 1
-                survives, detect, requeue = cause.survives, cause.detect_s, cause.restart_s
+            cause = ops.strike(t)
+            if info:
+                by_cause[cause] += 1
+                survives, detect, requeue = info[cause]
             if self.lose_work:
                 self.rollback(survives)
+            load = self.load_at if self.load_at is not None else self.plan.load_of(self.c)
             if self.windows is None:
-                res, t = ops.recover(t, detect, requeue, self.plan.load_of(self.c), self.book)
+                res, t = ops.recover(t, detect, requeue, load, self)
                 if res == cops.RECOVERED:
-                    break
+                    return t
                 if res == cops.EXHAUSTED:
                     self.depleted = True
                     self.end_t = t
                     return None
                 continue
-            holds = ops.recovery(t, detect, requeue, self.plan.load_of(self.c), self.windows,
-                                 self.stop_ckpt_s)
+            holds = ops.recovery(t, detect, requeue, load, self.windows, self.stop_ckpt_s)
             res2, t = self.drive(holds, t)
             if res2 is None:
                 break
@@ -124,7 +125,6 @@ def run_general(spec: SimSpec, seed: int, rep: int) -> RepResult:
     ops = ClusterOps(spec.failures, spec.lifecycle, spec.nodes, seed, rep, spec.limits)
     job = _Job(spec, ops)
     windows = job.windows
-    plain = not plan.levels and plan.step_s is None
     t: float | None = 0.0
     first = ops.initial_selection_s()
     if first:
@@ -133,6 +133,57 @@ def run_general(spec: SimSpec, seed: int, rep: int) -> RepResult:
         end = windows.blocked_until(t, job.stop_ckpt_s)
         if end is not None:
             t = job.hold_plain(cops.MAINTENANCE, cops.WAITING, t, end)
+    if t is not None:
+        t = (_run_plain(job, t) if windows is None and not plan.levels and plan.step_s is None
+             else _run(job, t))
+    if t is None:       # depleted: the run ends where the cluster gave out
+        t = job.end_t
+    ops.finish(t)
+    return job.result(t)
+
+
+def _run_plain(job: _Job, t: float) -> float | None:
+    """The job's runs between failures without checkpoints, steps or windows: one
+    segment (:func:`run_until`'s arithmetic, inlined). Returns when it ended (None:
+    depleted)."""
+    plan, ops = job.plan, job.ops
+    n, last, b, p = plan.n_segments, plan.last_s, 0.0, plan.persist_s
+    work, keep = plan.work_s, not job.lose_work
+    info, by_cause = job.cause_info, job.by_cause
+    load = plan.load_of(0)            # no checkpoint: every restart loads the same
+    fail_over, recovered = ops.fail_over, cops.RECOVERED
+    while True:
+        f = ops.next_failure_s()
+        if job.c >= n:
+            break
+        end = t - job.off + last + b + p
+        if f > end:
+            t = end
+            job.c, job.off = n, 0.0
+            break
+        if keep:                            # what ran is kept (one segment: just add it)
+            job.off = job.off + min(work - job.off, max(0.0, f - t))
+        t = f
+        while True:                         # job.on_failure(f), inlined
+            res, t = fail_over(t, load, job)   # (the rollback touches only the job)
+            if info:
+                by_cause[ops.struck_cause] += 1
+            if not keep:
+                job.rollback(info[ops.struck_cause][0] if info else None)
+            if res == recovered:
+                break
+            if res == cops.EXHAUSTED:
+                job.depleted = True
+                job.end_t = t
+                return None
+    return t
+
+
+def _run(job: _Job, t: float | None) -> float | None:
+    """The job's runs between failures and planned stops, in closed form (any plan).
+    Returns when it ended (None: depleted)."""
+    plan, ops, windows = job.plan, job.ops, job.windows
+    plain = not plan.levels and plan.step_s is None
     while t is not None:
         f = ops.next_failure_s()
         stop, end = windows.next_stop_s(t, job.stop_ckpt_s) if windows else (INF, INF)
@@ -160,7 +211,4 @@ def run_general(spec: SimSpec, seed: int, rep: int) -> RepResult:
             job.commits += cut.commits
             job.ckpt_s += cut.ckpt_s
             t = job.on_stop(stop, end, cut.off)
-    if t is None:       # depleted: the run ends where the cluster gave out
-        t = job.end_t
-    ops.finish(t)
-    return job.result(t)
+    return t

@@ -9,7 +9,11 @@ equal records give equal bytes) with
   model, framework and version, world size, other package versions), so calibration
   can tell machines and software stacks apart,
 * ``measured_at``: when (ISO 8601, UTC, e.g. ``2020-01-21T20:20:54Z``; null when the
-  source does not say), and ``source``: where it came from (a run log, a command).
+  source does not say), and ``source``: where it came from (a run log, a command),
+* ``method``: how it was measured (:class:`Method`: warm-up, rounds, samples per round,
+  statistic, clock, threads, CPU affinity, the machine's load) — the one method every
+  harness shares (``real_runs.method``), so two figures of the same configuration
+  measured by different commands agree.
 
 Kinds and what they carry (units in every name):
 
@@ -178,8 +182,42 @@ def _model_options(value: Any) -> dict[str, int]:
 ModelOptions = Annotated[dict[str, int], BeforeValidator(_model_options)]
 
 
+#: How a figure's samples are summarised: ``median of round medians`` (step times: the
+#: median step of each round, then the median over rounds), ``median`` (one series of
+#: repetitions), ``single`` (one event, e.g. one restart).
+STATISTICS = ("median of round medians", "median", "single")
+#: The clock a figure was read from: ``wall`` (``time.monotonic``: what a run takes, the
+#: time other users of the machine take included) or ``cpu`` (the process's CPU time).
+CLOCKS = ("wall", "cpu")
+#: Most warm-up steps, rounds and repetitions a method may record.
+MAX_METHOD_COUNT = 10**6
+
+
+class Method(Strict):
+    """How a measurement was taken — the one measurement method every harness shares
+    (``real_runs.method``): warm-up steps or repetitions left out, rounds (whole sweeps
+    over every configuration, so a burst of load spoils one round, not every sample),
+    samples per round, the statistic and the clock, and where the process ran (its
+    CPU affinity and library threads, and the machine's load when it started)."""
+
+    warmup: Annotated[int, _counted(0, MAX_METHOD_COUNT, "warm-up steps")] = 0
+    rounds: Annotated[int, _counted(1, MAX_METHOD_COUNT, "rounds")] = 1
+    samples_per_round: Annotated[int, _counted(1, MAX_METHOD_COUNT, "samples")] = 1
+    statistic: Literal["median of round medians", "median", "single"] = "median"
+    clock: Literal["wall", "cpu"] = "wall"
+    threads: Processes = 1
+    affinity: Line = Field(default="", description='CPUs the process may run on, e.g. "0-1"')
+    load_1m: Annotated[float, BeforeValidator(
+        lambda v: number_value(v, 0.0, float(MAX_PROCESSES), "runnable tasks"))] | None = None
+
+
 class Environment(Strict):
-    """Where a measurement was taken: enough to tell two machines apart."""
+    """Where a measurement was taken: enough to tell two machines apart.
+
+    ``versions`` holds library and tool versions (``torch``, ``openmpi``, ``nccl``…);
+    ``settings`` the communication settings in force (every ``NCCL_*``, ``UCX_*``,
+    ``OMPI_MCA_*``… variable, by name), which change collective performance as much as
+    a version does."""
 
     host: Line = Field(min_length=1)
     os: Line
@@ -191,10 +229,14 @@ class Environment(Strict):
     framework_version: Line
     world_size: Processes = 1
     versions: dict[Line, Line] = Field(default_factory=dict)
+    settings: dict[Line, Line] = Field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         data["versions"] = dict(sorted(self.versions.items()))
+        data["settings"] = dict(sorted(self.settings.items()))
+        if not data["settings"]:
+            del data["settings"]
         return data
 
     @property
@@ -223,6 +265,9 @@ class TrainConfig(Strict):
     global_batch: Samples | None = None
     backend: Line = Field(default="none", description="collective backend: none, gloo, nccl, mpi")
     device: Line = "cpu"
+    gradient_sync: Literal["after_backward", "buckets"] | None = Field(
+        default=None, description="data parallel: one all-reduce of all gradients after "
+                                  "backward, or DDP buckets overlapped with backward")
 
     @property
     def effective_global_batch(self) -> int:
@@ -240,6 +285,7 @@ class _Record(Strict):
     source: Line = ""
     note: Line = ""
     run_id: Line = Field(default="", description="links the records of one run")
+    method: Method | None = Field(default=None, description="how it was measured")
 
 
 class StepMetrics(Strict):
@@ -266,6 +312,12 @@ class SummaryMetrics(Strict):
     step_cpu_s: PositiveFloat | None = Field(
         default=None, description="median process CPU time per step (CPU devices): the "
                                   "compute, without the time other users of the machine take")
+    step_round_lo_s: PositiveFloat | None = Field(
+        default=None, description="fastest round's median step (with step_round_hi_s: the "
+                                  "spread over rounds)")
+    step_round_hi_s: PositiveFloat | None = None
+    step_jitter_s: NonNegFloat | None = Field(
+        default=None, description="robust standard deviation of one step (1.4826 × MAD)")
     first_step_s: PositiveFloat | None = None
     forward_s: NonNegFloat | None = None
     backward_s: NonNegFloat | None = None
@@ -342,6 +394,10 @@ class RestartMetrics(Strict):
     load_s: NonNegFloat = Field(description="checkpoint load (0: nothing to load)")
     first_step_s: NonNegFloat = Field(description="load done to the first step done")
     ckpt_bytes: Bytes = 0
+    resume_s: NonNegFloat | None = Field(
+        default=None, description="kill to training resumed (the checkpoint loaded): "
+                                  "restart_s without the first step")
+    fallbacks: NonNegInt = Field(default=0, description="damaged checkpoints skipped")
 
 
 class Restart(_Record):
@@ -383,6 +439,10 @@ class RunMetrics(Strict):
     lost_steps: StepsOrZero
     checkpoints_committed: StepsOrZero
     checkpoint_aborts: StepsOrZero = 0
+    kills_during_restart: Kills = Field(default=0, description="kills that landed while the "
+                                                               "job was restarting")
+    fallbacks: StepsOrZero = Field(default=0, description="damaged checkpoints a restart "
+                                                          "skipped for an older one")
 
 
 class TimelineEvent(Strict):
@@ -398,6 +458,7 @@ class TimelineEvent(Strict):
     event: Annotated[str, BeforeValidator(lambda v: _event_kind(v))]
     steps: Steps | None = None
     checkpoint_every: Steps | None = None
+    keep: Steps | None = None
     config: TrainConfig | None = None
     incarnation: StepsOrZero | None = None
     step: StepsOrZero | None = None
@@ -445,6 +506,11 @@ class SupervisedRun(_Record):
     config: TrainConfig
     steps: Steps
     checkpoint_every: Steps
+    start_step: StepsOrZero = Field(
+        default=0, description="the step the run's first process resumed from (a checkpoint "
+                               "of an earlier job, e.g. before a Slurm requeue); 0: from scratch")
+    keep: Steps = Field(default=3, description="committed checkpoints kept (a damaged one "
+                                               "falls back to the one before)")
     kills: list[Kill] = Field(default_factory=list)
     metrics: RunMetrics
     timeline: list[TimelineEvent] = Field(default_factory=list,
@@ -452,6 +518,9 @@ class SupervisedRun(_Record):
 
     @model_validator(mode="after")
     def _replayable(self) -> SupervisedRun:
+        if self.start_step >= self.steps:
+            raise ValueError(f"[start_step] a run resumed at step {self.start_step:,} of "
+                             f"{self.steps:,} has nothing left to train")
         segments = -(-self.steps // self.checkpoint_every)
         if segments * (len(self.kills) + 1) > MAX_REPLAY_SEGMENTS:
             raise ValueError(f"[checkpoint_every] {self.steps:,} steps with a checkpoint every "

@@ -38,8 +38,12 @@ def test_wheel_outside_the_checkout_predicts_and_runs(tmp_path):
     wheel = next(wheels.glob("testbed-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     for needed in ("testbed/data/systems/abci-v100.yaml", "testbed/data/causes/llama3_405b.csv",
-                   "testbed/data/scenarios/quickstart.yaml", "testbed/py.typed"):
+                   "testbed/data/scenarios/quickstart.yaml", "testbed/py.typed",
+                   "testbed/data/traces/example_failures.csv"):
         assert needed in names, needed
+    shipped = sorted(p.name for p in (REPO / "scenarios").glob("*.yaml"))
+    assert sorted(n.rsplit("/", 1)[-1] for n in names
+                  if n.startswith("testbed/data/scenarios/")) == shipped
     site = tmp_path / "site"
     r = _run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
               str(wheel)], tmp_path, env)
@@ -58,3 +62,11 @@ def test_wheel_outside_the_checkout_predicts_and_runs(tmp_path):
     r = _run([sys.executable, "-m", "testbed", "run", "-r", "5", "--quiet"], work, run_env)
     assert r.returncode == 0, r.stderr
     assert (work / "report" / "quickstart" / "index.html").is_file()
+    # every shipped scenario by name, listed and runnable, its trace read from the package
+    r = _run([sys.executable, "-m", "testbed", "scenarios", "--json"], work, run_env)
+    assert r.returncode == 0, r.stderr
+    assert sorted(f"{row['name']}.yaml" for row in json.loads(r.stdout)) == shipped
+    r = _run([sys.executable, "-m", "testbed", "run", "trace-replay", "-r", "2", "-q",
+              "--no-report", "--json"], work, run_env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["simulation"]["failures"]["mean"] > 0

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from testbed.calibration.abci import request_for
-from testbed.calibration.compute import fitted_basis, measured_step_s, train_request
+from testbed.calibration.compute import fitted_basis, measured_step_s, model_ir, train_request
+from testbed.calibration.design import MIN_RESTARTS
 from testbed.calibration.network import collective_time_s, find_collective, measured_time_s
 from testbed.calibration.paradl import is_paradl_record, measurement_of
 from testbed.calibration.replay import (
@@ -72,6 +73,40 @@ class Prediction:
         return asdict(self)
 
 
+def extrapolation_flags(cfg, fit: RecordsFit | None) -> list[str]:
+    """What a training-step prediction reaches beyond its fit for: a precision with no
+    fit of its own (another precision's law stands in), a batch outside the batches
+    measured (the model's own line, or every line behind the law), a process count the
+    collective fit did not measure (the nearest one stands in)."""
+    if fit is None:
+        return []
+    flags: list[str] = []
+    fits = [c for c in fit.compute if c.framework == cfg.framework]
+    same = [c for c in fits if c.precision == cfg.precision]
+    if fits and not same:
+        flags.append(f"precision fall-back: {cfg.precision} from the "
+                     f"{fits[0].precision} fit (no {cfg.precision} records)")
+    cfits = same or fits
+    if cfits:
+        cfit = sorted(cfits, key=lambda c: c.device != cfg.device)[0]
+        name = model_ir(cfg).name
+        line = cfit.models.get(name)
+        batches = list(line.batches) if line else [b for ln in cfit.models.values()
+                                                   for b in ln.batches]
+        if not line:
+            flags.append(f"law: {name} has no line of its own")
+        if batches and not min(batches) <= cfg.batch_size <= max(batches):
+            flags.append(f"extrapolated: batch {cfg.batch_size} outside the fitted "
+                         f"{min(batches)}–{max(batches)}")
+    if cfg.processes > 1:
+        counts = sorted({ab.processes for ab in fit.network
+                         if ab.backend == cfg.backend and ab.op == "allreduce"})
+        if cfg.processes not in counts:
+            flags.append(f"unmeasured: all-reduce over {cfg.processes} processes not measured"
+                         f" ({', '.join(map(str, counts)) or 'none'} measured)")
+    return flags
+
+
 def _train(rec: TrainSummary, system: SystemProfile) -> list[Prediction]:
     cfg = rec.config
     est = estimate(train_request(cfg, system))
@@ -79,6 +114,9 @@ def _train(rec: TrainSummary, system: SystemProfile) -> list[Prediction]:
         return []
     label = f"{cfg.framework} {est.model} b={cfg.batch_size} {cfg.precision}"
     basis = f"oracle: {est.calibration}"
+    flags = extrapolation_flags(cfg, system.records_fit)
+    if flags:
+        basis += "; flagged: " + "; ".join(flags)
     if cfg.processes == 1:
         measured, _ = measured_step_s(rec)
         return [Prediction(f"{cfg.framework}_step_s", measured, est.time_per_iteration_s,
@@ -135,8 +173,11 @@ def _restart(rec: Restart, fit: RecordsFit) -> list[Prediction]:
     if rec.metrics.ckpt_bytes:
         st = find_storage(fit.storage, rec.framework, HARNESS_FORMAT)
         load = (load_time_s(st, rec.metrics.ckpt_bytes) or 0.0) if st else rec.metrics.load_s
+    basis = f"restart fit (medians of {rf.points} restart(s))"
+    if rf.points < MIN_RESTARTS:
+        basis += f"; flagged: fewer than {MIN_RESTARTS} restarts behind the fit"
     return [Prediction("restart_s", rec.metrics.restart_s, restart_time_s(rf, load),
-                       f"{rec.framework} {rec.model} restart {rec.incarnation}", "restart fit")]
+                       f"{rec.framework} {rec.model} restart {rec.incarnation}", basis)]
 
 
 def _supervised(rec: SupervisedRun, system: SystemProfile, simulate: Simulate | None

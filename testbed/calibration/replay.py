@@ -15,7 +15,15 @@ Conventions that make the replay the same job as the real run: the harness write
 checkpoint every ``checkpoint_every`` steps except at the last step (a ``final``
 level of cost 0 ends the plan); a kill after step ``k`` lands before that step's
 checkpoint; a kill during a checkpoint lands inside the write; the first process's
-start-up (interpreter, framework import, model build) is time before the first step.
+start-up (interpreter, framework import, model build) is time before the first step;
+a kill that damages the newest checkpoint (``damage``) makes the restart fall back to
+the one before (the store keeps ``keep`` of them), so the steps since that one are
+lost too. The simulator's trace replay restarts from its newest checkpoint, so such a
+kill gets a cause of its own whose restart holds the re-done work (the steps and the
+checkpoint writes between the two checkpoints): the wall time and every later kill
+land where the real run put them, and :func:`predicted_of` books that time as lost,
+not as restart. (A further kill inside that re-done work is placed where the real run
+had it, but the simulator sees it during a restart.)
 """
 
 from __future__ import annotations
@@ -80,6 +88,7 @@ class RunPlan:
     checkpoint_every: int
     kills: tuple[Kill, ...]
     measured: Measured | None = None
+    keep: int = 3
 
 
 @dataclass(frozen=True)
@@ -145,7 +154,8 @@ def run_plan(events: list[TimelineEvent] | list[dict], source: str) -> RunPlan:
     kills = tuple(e.kill for e in events if e.event == ev.FAILURE)
     return check_replay_size(RunPlan(config=start.config, steps=start.steps,
                                      checkpoint_every=start.checkpoint_every, kills=kills,
-                                     measured=measured_from_timeline(events)), source)
+                                     measured=measured_from_timeline(events),
+                                     keep=start.keep or 3), source)
 
 
 def check_replay_size(plan: RunPlan, source: str, line: int | None = None) -> RunPlan:
@@ -173,7 +183,7 @@ def plan_of_record(record: SupervisedRun) -> RunPlan:
                             measured.checkpoint_s, measured.restart_s, record.metrics.kills)
     return RunPlan(config=record.config, steps=record.steps,
                    checkpoint_every=record.checkpoint_every, kills=tuple(record.kills),
-                   measured=measured)
+                   measured=measured, keep=record.keep)
 
 
 def measured_from_timeline(events: list[TimelineEvent] | list[dict]) -> Measured | None:
@@ -186,7 +196,8 @@ def measured_from_timeline(events: list[TimelineEvent] | list[dict]) -> Measured
     restart, kill_t, lost, kills = 0.0, None, 0, 0
     for e in events:
         if e.event == ev.FAILURE:
-            kill_t = e.t_s
+            # a kill during a restart: the restart runs on from the first kill
+            kill_t = e.t_s if kill_t is None else kill_t
             kills += 1
         elif e.event == ev.RESTART_END and kill_t is not None:
             restart += max(e.t_s - kill_t, 0.0)
@@ -221,7 +232,7 @@ def replay_costs(system: SystemProfile, plan: RunPlan) -> ReplayCosts:
                        restart_s=restart_time_s(restart, 0.0), startup_s=startup,
                        ckpt_bytes=nbytes,
                        basis=f"oracle step ({est.calibration}); storage {HARNESS_FORMAT}; "
-                             "restart fit")
+                             f"restart fit ({restart.points} restart(s))")
 
 
 @dataclass(frozen=True)
@@ -234,6 +245,12 @@ class Schedule:
     kill_times_s: tuple[float, ...]
     wall_s: float
     lost_steps: int
+    #: per kill on the simulated clock: the work re-done because its damaged checkpoint
+    #: fell back to the one before (0: none)
+    rework_s: tuple[float, ...] = ()
+    #: per kill: what its restart takes beyond a plain one in the simulator's replay
+    #: (the re-done work, less the load a fall-back to scratch does not do)
+    fallback_extra_s: tuple[float, ...] = ()
 
     @property
     def total_s(self) -> float:
@@ -320,15 +337,26 @@ def _run_incarnation(plan: RunPlan, costs: ReplayCosts, kill: Kill | None, t: fl
     return _until_deadline(plan, costs, deadline, t, step, committed)
 
 
+def fallback_step(plan: RunPlan, committed: int) -> int:
+    """The checkpoint a restart resumes from when the newest (at ``committed``) is
+    damaged: the one before, if the store kept it (``keep`` ≥ 2), else from scratch."""
+    if committed <= 0 or plan.keep < 2:
+        return 0
+    return max(committed - plan.checkpoint_every, 0)
+
+
 def kill_times(plan: RunPlan, costs: ReplayCosts) -> Schedule:
     """Place every kill of ``plan`` on the predicted clock. Times run from the
     supervisor's start; the simulator's clock starts when training first starts, and a
-    kill before that (while the first process starts up) only moves that start."""
+    kill before that (while the first process starts up) only moves that start. A
+    damaging kill falls back one checkpoint (:func:`fallback_step`)."""
     start = costs.startup_s
     t, step, committed, lost = start, 0, 0, 0
     spawn = 0.0
     origin: float | None = None
     times: list[float] = []
+    rework: list[float] = []
+    extra: list[float] = []
     for i in range(len(plan.kills) + 1):
         kill = plan.kills[i] if i < len(plan.kills) else None
         training_from = t
@@ -337,14 +365,23 @@ def kill_times(plan: RunPlan, costs: ReplayCosts) -> Schedule:
             origin = training_from
         if fail is None:
             break
+        redo = more = 0.0
+        if kill is not None and kill.damage and committed:
+            back = fallback_step(plan, committed)
+            redo = ((committed - back) * costs.step_s
+                    + _checkpoints(plan, back, committed) * costs.checkpoint_s)
+            more = redo - (costs.load_s if back == 0 else 0.0)
+            committed = back
         if origin is not None:
             times.append(fail - origin)
+            rework.append(redo)
+            extra.append(more)
         lost += step - committed
         spawn = fail
         t = fail + costs.restart_s + (costs.load_s if committed else 0.0)
         step = committed
     origin = start if origin is None else origin
-    return Schedule(origin, tuple(times), t - origin, lost)
+    return Schedule(origin, tuple(times), t - origin, lost, tuple(rework), tuple(extra))
 
 
 def replay_spec(plan: RunPlan, costs: ReplayCosts, schedule: Schedule, name: str) -> SimSpec:
@@ -355,9 +392,18 @@ def replay_spec(plan: RunPlan, costs: ReplayCosts, schedule: Schedule, name: str
                         step_s=costs.step_s, steps=plan.steps)
     cause = ResolvedCause(name="sigkill", category="sigkill", probability=1.0, repair_s=0.0,
                           detect_s=0.0, restart_s=costs.restart_s)
-    trace = tuple(TraceFailure(t_s=t, node=0, cause=0, repair_s=0.0)
-                  for t in schedule.kill_times_s)
-    failures = FailureModel(nodes=1, causes=(cause,), trace=trace)
+    rework = schedule.fallback_extra_s or (0.0,) * len(schedule.kill_times_s)
+    # a kill whose damaged checkpoint fell back: its own cause, the re-done work in its
+    # restart (module doc)
+    extra = sorted({r for r in rework if r != 0})
+    causes = (cause, *(ResolvedCause(name=f"sigkill-fallback-{i + 1}", category="sigkill",
+                                     probability=0.0, repair_s=0.0, detect_s=0.0,
+                                     restart_s=costs.restart_s + r)
+                       for i, r in enumerate(extra)))
+    trace = tuple(TraceFailure(t_s=t, node=0, cause=extra.index(r) + 1 if r != 0 else 0,
+                               repair_s=0.0)
+                  for t, r in zip(schedule.kill_times_s, rework, strict=True))
+    failures = FailureModel(nodes=1, causes=causes, trace=trace)
     return SimSpec(name=name, plan=job, failures=failures, spares=None, nodes=1, policy="fixed",
                    job_mtbf_s=failures.job_mtbf_s, ckpt_cost_s=costs.checkpoint_s,
                    restart_s=costs.restart_s + costs.load_s, analytical_wall_s=None,
@@ -386,6 +432,7 @@ def predicted_of(sim_wall_s: float, checkpoint_s: float, restart_s: float,
     the schedule counts them (the simulator's lost time also holds the part of an
     aborted checkpoint write)."""
     restart_s += schedule.start_s - costs.startup_s     # restarts during the first start-up
+    restart_s -= sum(schedule.rework_s)                 # re-done work is lost, not restart
     return Predicted(wall_time_s=schedule.start_s + sim_wall_s,
                      lost_steps=float(schedule.lost_steps), checkpoint_s=checkpoint_s,
                      restart_s=restart_s, kills=kills)

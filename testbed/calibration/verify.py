@@ -46,6 +46,9 @@ from testbed.systems.profile import Calibration, SystemProfile
 HOLDOUTS = ("none", "loo", "by-batch", "by-model")
 #: Worst cases listed per quantity.
 WORST = 3
+#: What a prediction's basis says when it reaches beyond its fit
+#: (:func:`testbed.calibration.predict.extrapolation_flags`).
+FLAGGED = "; flagged: "
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,11 @@ class QuantityScore:
     mape_pct: float
     rank_correlation: float | None
     worst: tuple[Row, ...]
+    flagged: int = 0
 
     def to_dict(self) -> dict:
         return {"n": self.n, "accuracy": self.accuracy, "mape": self.mape_pct,
-                "rank_correlation": self.rank_correlation,
+                "rank_correlation": self.rank_correlation, "flagged": self.flagged,
                 "worst": [r.to_dict() for r in self.worst]}
 
 
@@ -145,7 +149,7 @@ def score(rows: list[Row]) -> QuantityScore:
                          rank_correlation=(None if (rho := rank_correlation(
                              [r.predicted for r in rows], [r.measured for r in rows])) is None
                              else round(rho, 4)),
-                         worst=worst)
+                         worst=worst, flagged=sum(1 for r in rows if FLAGGED in r.basis))
 
 
 def verify(records: RecordSet, system: SystemProfile, fit: RecordsFit | None, *,

@@ -82,7 +82,8 @@ def is_net_path(name: str) -> bool:
     return ("/" in name or os.sep in name) and Path(name).is_file()
 
 
-def get_model(name: str, input_shape: tuple[int, ...] | str | None = None) -> Model:
+def get_model(name: str, input_shape: tuple[int, ...] | list[int] | str | None = None
+              ) -> Model:
     """Build a zoo model at ``input_shape`` (default: its usual input) or load a ``.net``.
 
     Raises :class:`UnknownNameError` for an unknown name, :class:`InputError` for a bad
@@ -101,7 +102,7 @@ def get_model(name: str, input_shape: tuple[int, ...] | str | None = None) -> Mo
     return builder(shape if shape is not None else default)
 
 
-def _shape(value: tuple[int, ...] | str | None) -> tuple[int, ...] | None:
+def _shape(value: tuple[int, ...] | list[int] | str | None) -> tuple[int, ...] | None:
     if value is None:
         return None
     if isinstance(value, str):

@@ -50,8 +50,10 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
-def resolve_model(model: str | Path | Model, input_shape: tuple[int, ...] | None = None) -> Model:
-    """A :class:`Model` from a zoo name, a ParaDL ``.net`` path or a Model."""
+def resolve_model(model: str | Path | Model,
+                  input_shape: tuple[int, ...] | list[int] | str | None = None) -> Model:
+    """A :class:`Model` from a zoo name, a ParaDL ``.net`` path or a Model, at
+    ``input_shape`` (dimensions, or written like ``3x224x224``)."""
     from testbed.model.ir import Model
     if isinstance(model, Model):
         return model

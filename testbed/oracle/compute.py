@@ -55,6 +55,8 @@ from dataclasses import dataclass, replace
 
 from testbed.model.ir import Model
 from testbed.oracle.conventions import Conventions
+from testbed.oracle.device import curve as efficiency_curve
+from testbed.oracle.device import flat_efficiency, flop_rate, sustained_flops
 from testbed.oracle.fitted import StepFit, records_step
 from testbed.oracle.kernels import StepTimes, step_times
 from testbed.oracle.profile import ModelStats
@@ -200,18 +202,16 @@ def _measured(cal: ModelCalibration, stats: ModelStats, gpu: GpuSpec, family: st
     if cal.batch:
         # the measured step is GPU-bound (it is far above the launch floor at the
         # batches people measure): strip the optimizer, spread over b + b½
-        half = gpu.curve(cal.precision, family).half_batch
+        half = efficiency_curve(gpu, cal.precision, family).half_batch
         s = max(s * cal.batch - optimizer, launch) / (cal.batch + half)
-    if precision != cal.precision:
-        s *= gpu.sustained_flops(cal.precision, family) / gpu.sustained_flops(precision, family)
-    return s
+    return s * _precision_factor(gpu, family, cal.precision, precision)
 
 
 def _precision_factor(gpu: GpuSpec, family: str, measured: str, precision: str) -> float:
     """Per-sample time at ``precision`` over that at ``measured`` (sustained rates)."""
     if precision == measured:
         return 1.0
-    return gpu.sustained_flops(measured, family) / gpu.sustained_flops(precision, family)
+    return sustained_flops(gpu, measured, family) / sustained_flops(gpu, precision, family)
 
 
 def _step_rate(step: StepFit, gpu: GpuSpec, family: str, precision: str,
@@ -327,7 +327,7 @@ def compute_rate(req: Request, rules: Conventions, stats: ModelStats,
     family = model_family(model.name)
     linear = not rules.batch_curve
     launch, optimizer = _overheads(gpu, stats, req, precision) if not linear else (0.0, 0.0)
-    half = gpu.curve(precision, family).half_batch if not linear else 0.0
+    half = efficiency_curve(gpu, precision, family).half_batch if not linear else 0.0
     curve = ComputeRate(0.0, "", half_batch=half, launch_s=launch, optimizer_s=optimizer,
                         linear=linear)
     records = system.records_fit if rules.use_calibration else None
@@ -355,10 +355,10 @@ def compute_rate(req: Request, rules: Conventions, stats: ModelStats,
         eff = fitted[precision]
         source = f"compute from FLOPs at fitted efficiency {eff:.2f}"
     elif not linear:
-        eff = gpu.curve(precision, family).efficiency
+        eff = efficiency_curve(gpu, precision, family).efficiency
         source = f"compute from FLOPs at {precision} efficiency {eff:.2f} ({family})"
     else:
-        eff = gpu.efficiency(precision)    # ParaDL's rules: the profile's flat figure
+        eff = flat_efficiency(gpu, precision)    # ParaDL's rules: the profile's flat figure
         source = f"compute from FLOPs at nominal efficiency {eff:.2f}"
     flops = stats.forward_flops * TRAINING_FLOPS_PER_FORWARD
-    return replace(curve, s_per_sample=flops / (gpu.peak_flops(precision) * eff), source=source)
+    return replace(curve, s_per_sample=flops / flop_rate(gpu, precision, eff), source=source)

@@ -1,5 +1,7 @@
 """The frozen context of one prediction: the request plus everything derived from it
-once (rules, per-model arrays, the network, compute per sample, calibration)."""
+once (rules, per-model arrays, the network, compute per sample, calibration, the
+software stack) — what applies to the request read off the profile's data here, by the
+rules of :mod:`testbed.oracle.device`, and nowhere later."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 from testbed.oracle.collectives import Fabric
 from testbed.oracle.compute import ComputeRate, compute_rate
 from testbed.oracle.conventions import Conventions, conventions_for
+from testbed.oracle.device import model_calibration, software_stack
 from testbed.oracle.fitted import fitted_links
 from testbed.oracle.profile import ModelStats, model_stats
 from testbed.oracle.request import FAMILY, Request
@@ -93,7 +96,7 @@ def network_for(system: SystemProfile, model_name: str | None = None,
     median over the measured models) and fitted α–β, under ``rules`` (default: the
     testbed's)."""
     rules = rules or conventions_for("testbed")
-    model_cal = system.model_calibration(model_name) if (
+    model_cal = model_calibration(system, model_name) if (
         model_name and rules.use_calibration) else None
     efficiency, source = _network_efficiency(system, rules, model_cal, model_name)
     fitted = fitted_links(system) if rules.use_calibration else ()
@@ -144,10 +147,10 @@ def build_context(req: Request) -> Context:
     rules = conventions_for(req.mode)
     precision = req.precision or req.system.gpu.training_precision
     stats = model_stats(req.model)
-    model_cal = req.system.model_calibration(req.model.name) if rules.use_calibration else None
+    model_cal = model_calibration(req.system, req.model.name) if rules.use_calibration else None
     net = network_for(req.system, req.model.name, rules)
     fabric, net_source = net.fabric, net.source
-    stack = req.system.software_stack(req.software)
+    stack = software_stack(req.system, req.software)
     rate = compute_rate(req, rules, stats, model_cal, precision, stack)
     strategy_cal, strat_source = _strategy_calibration(req, rules, model_cal)
     sources = tuple(s for s in (net_source, rate.source, strat_source) if s)

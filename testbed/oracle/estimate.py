@@ -172,7 +172,9 @@ def _backward(ctx: Context, parts: Parts, compute_s: float, scale: float
     the host, whichever is later — both grow with the batch, so a larger batch never
     makes gradients ready sooner. Otherwise each layer's share of a backward of twice
     the forward."""
-    steps = ctx.compute.steps(max(parts.activation_samples, 1.0))
+    # the layers' times at the work this GPU does: a spatial slice or a filter split of
+    # every sample runs each layer as a proportionally smaller batch would
+    steps = ctx.compute.steps(max(parts.activation_samples * parts.work_fraction, 1.0))
     if steps is not None and steps.backward_gpu_s.sum() > 0:
         layer_scale = ctx.compute.layers.scale if ctx.compute.layers is not None else 1.0
         done = steps.backward_done_s(layer_scale * scale)
@@ -272,7 +274,7 @@ def _compute_model(ctx: Context, parts: Parts) -> dict:
                launch_s=rate.launch_s, optimizer_s=rate.optimizer_s,
                step_fixed_s=rate.fixed_s, fixed_s=parts.compute_fixed_s,
                software=ctx.stack.name)
-    steps = rate.steps(max(parts.activation_samples, 1.0))
+    steps = rate.steps(max(parts.activation_samples * parts.work_fraction, 1.0))
     if steps is not None:
         out.update(host_s=steps.host_s, gpu_s=steps.gpu_s, kernels=steps.kernels,
                    host_bound=steps.host_bound, scale=rate.layers.scale if rate.layers else 1.0)
@@ -287,9 +289,9 @@ def _checkpoint(ctx: Context) -> dict:
     gpu = ctx.system.gpu
     records = ctx.system.records_fit if ctx.rules.use_calibration else None
     fitted = records.storage_for(ctx.req.framework, ctx.req.checkpoint_format) if records else None
+    state = state_bytes(ctx.req.model.parameters, ctx.req.optimizer, ctx.precision)
     cost = checkpoint_cost(
-        state_bytes(ctx.req.model.parameters, ctx.req.optimizer, ctx.precision),
-        max(1, math.ceil(ctx.p / ctx.gpus_per_node)), replicas, ctx.system.storage,
+        state, max(1, math.ceil(ctx.p / ctx.gpus_per_node)), replicas, ctx.system.storage,
         model_parallel=mp, gpus_per_node=ctx.gpus_per_node,
         writers=ctx.req.checkpoint_writers, tier=ctx.req.checkpoint_tier,
         host_link_Bps=gpu.host_link_GBps * 1e9 if gpu.host_link_GBps else None,

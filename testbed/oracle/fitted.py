@@ -28,7 +28,7 @@ import numpy as np
 
 from testbed.model.ir import Model
 from testbed.oracle.collectives import FittedLink
-from testbed.systems.calibrated import ComputeFit, ComputeLaw, StepLine
+from testbed.systems.calibrated import ComputeFit, ComputeLaw, RecordsFit, StepLine
 from testbed.systems.profile import SystemProfile
 
 #: Layer kinds with their own fixed cost in the law; the rest share one.
@@ -99,6 +99,20 @@ def law_step(law: ComputeLaw, model: Model) -> tuple[float, float]:
     return fixed, float(np.dot(f.row(1.0), coef)) - fixed
 
 
+def compute_fit(fit: RecordsFit, framework: str, precision: str, device: str | None = None,
+                fallback_precision: str | None = None) -> ComputeFit | None:
+    """The compute fit of ``framework`` in ``precision`` (else in ``fallback_precision``,
+    else in any precision measured), preferring ``device`` (``gpu`` or ``cpu``)."""
+    fits = [c for c in fit.compute if c.framework == framework]
+    if device is not None:
+        fits = sorted(fits, key=lambda c: c.device != device)
+    for want in (precision, fallback_precision):
+        hit = next((c for c in fits if c.precision == want), None)
+        if hit is not None:
+            return hit
+    return fits[0] if fits else None
+
+
 def records_step(system: SystemProfile, model: Model, framework: str | None, precision: str,
                  *, law: bool) -> StepFit | None:
     """The measured line of ``model`` (``law=False``) or the law's step for it
@@ -107,8 +121,8 @@ def records_step(system: SystemProfile, model: Model, framework: str | None, pre
     fit = system.records_fit
     if fit is None or framework is None:
         return None
-    cfit: ComputeFit | None = fit.compute_for(framework, precision, system.device_kind,
-                                              system.gpu.training_precision)
+    cfit = compute_fit(fit, framework, precision, system.device_kind,
+                       system.gpu.training_precision)
     if cfit is None:
         return None
     where = f"{cfit.framework} {cfit.precision} {cfit.device}"
@@ -128,11 +142,11 @@ def records_step(system: SystemProfile, model: Model, framework: str | None, pre
 def fitted_links(system: SystemProfile) -> tuple[FittedLink, ...]:
     """The α–β the records measured for the profile's collective backend, one per
     (operation, tier, process count), smallest process count first."""
-    fit = system.records_fit
+    fit, backend = system.records_fit, system.collective_backend
     if fit is None:
         return ()
     out = [FittedLink(op=RECORD_OPS.get(ab.op, ab.op), tier=ab.tier, processes=ab.processes,
                       alpha_s=ab.latency_us * 1e-6, bandwidth_Bps=ab.bandwidth_GBps * 1e9,
                       backend=ab.backend)
-           for ab in fit.network_for(system.collective_backend)]
+           for ab in fit.network if ab.backend == backend]
     return tuple(sorted(out, key=lambda f: (f.op, f.tier, f.processes)))

@@ -29,7 +29,7 @@ roofline allows (Williams, Waterman & Patterson, "Roofline", CACM 2009):
   twice and writes once) times the bytes of the precision.
 * **Precision** sets the peak (``gpu.peak_TFLOPS``) and the bytes of every activation;
   mixed precision keeps fp32 master weights and optimizer state (:mod:`.state`).
-* **Software** (:class:`testbed.systems.profile.SoftwareStack`) decides how many
+* **Software** (:class:`testbed.systems.software.SoftwareStack`) decides how many
   kernels there are — fused stacks fold a ReLU and a residual add into the batch norm
   kernel around them, fused optimizers update every tensor in one multi-tensor launch
   — and what each launch costs the host. The host issues kernels asynchronously, so a
@@ -50,7 +50,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from testbed.model.ir import Model
-from testbed.systems.profile import GpuSpec, SoftwareStack
+from testbed.oracle.device import flop_rate, gemm_share
+from testbed.systems.profile import GpuSpec
+from testbed.systems.software import SoftwareStack
 
 #: Output tiles the GEMM libraries choose among (CUTLASS/cuDNN tensor-core kernels use
 #: 256×128, 128×128, 128×64 and 64×64 thread-block tiles; NVIDIA's matrix-multiplication
@@ -320,7 +322,7 @@ def step_times(model: Model, batch: float, gpu: GpuSpec, stack: SoftwareStack,
     spends issuing it all (see the module doc). ``training=False``: forward only."""
     work = layer_work(model)
     n_layers = len(work.kinds)
-    peak = gpu.peak_flops(precision) * gpu.gemm_share(precision)
+    peak = flop_rate(gpu, precision, gemm_share(gpu, precision))
     bw = gpu.achieved_memory_Bps
     gap = stack.kernel_gap_us * 1e-6
     fwd = np.zeros(n_layers)

@@ -13,6 +13,7 @@ from typing import Annotated, Literal, get_args
 from testbed.errors import InputError, UnknownNameError
 from testbed.io.schema import one_of
 from testbed.model.ir import Model
+from testbed.oracle.device import software_stack
 from testbed.oracle.state import dtype_bytes, input_bytes_per_value, optimizer_slots
 from testbed.resilience.ckpt_cost import TIERS, WRITERS
 from testbed.systems.profile import SystemProfile
@@ -126,4 +127,4 @@ def validate(req: Request) -> None:
                                           and 0 < req.bucket_MB <= MAX_BUCKET_MB):
         raise InputError(f"gradient bucket size must be in (0, {MAX_BUCKET_MB:g}] MB, "
                          f"got {req.bucket_MB}", field="bucket_MB")
-    req.system.software_stack(req.software)       # an unknown stack name is refused
+    software_stack(req.system, req.software)      # an unknown stack name is refused

@@ -51,6 +51,8 @@ class Parts:
     extra_bytes: float = 0.0        # communication / stash buffers
     grad_ranks: int = 0             # ranks (and their stride) of ``grad``, which gradient
     grad_stride: int = 1            # buckets can split (0: ``grad`` is not bucketable)
+    work_fraction: float = 1.0      # share of each sample's work one GPU does (a spatial
+                                    # slice, a filter or channel split)
 
     @property
     def collectives(self) -> tuple:
@@ -64,7 +66,7 @@ def _compute(ctx: Context, samples: float, work_fraction: float = 1.0,
     rate = ctx.compute
     total = rate.time_s(samples, work_fraction) + rate.update_s(param_fraction)
     variable = rate.variable_s(samples, work_fraction)
-    return dict(compute_s=total, compute_fixed_s=total - variable)
+    return dict(compute_s=total, compute_fixed_s=total - variable, work_fraction=work_fraction)
 
 
 def _fraction(part: float, whole: float) -> float:

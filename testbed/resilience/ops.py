@@ -59,7 +59,7 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from typing import NamedTuple
 
 import numpy as np
@@ -114,6 +114,40 @@ class Hold(NamedTuple):
     kind: str
     phase: int
     until_s: float
+
+
+_IDENTITY: dict[int, list[int]] = {}
+
+
+def _identity(n: int) -> list[int]:
+    """``list(range(n))``, made once per size (copying it costs a tenth of making it:
+    a replication of 2,048 nodes needs four)."""
+    ids = _IDENTITY.get(n)
+    if ids is None:
+        if len(_IDENTITY) > 64:
+            _IDENTITY.clear()
+        ids = _IDENTITY[n] = list(range(n))
+    return ids
+
+
+class HoldTimes:
+    """Seconds an engine booked to the job's holds: restarts, waits and each kind's own
+    total. :meth:`ClusterOps.recover` books into it directly (no call per hold); an
+    engine's job derives from it and books the holds it runs itself with :meth:`book`,
+    by the same rule."""
+
+    def __init__(self) -> None:
+        self.restart_s = self.wait_s = 0.0
+        self.times = dict.fromkeys(RESTART_KINDS | WAIT_KINDS, 0.0)
+
+    def book(self, kind: str, spent_s: float) -> None:
+        """Book ``spent_s`` of a hold of ``kind`` (restart or wait, and its own total)."""
+        if kind in RESTART_KINDS:
+            self.restart_s += spent_s
+        elif kind in WAIT_KINDS:
+            self.wait_s += spent_s
+        if kind in self.times:
+            self.times[kind] += spent_s
 
 
 class JobFailure(NamedTuple):
@@ -176,23 +210,46 @@ class ClusterOps(Pools, RepairShop):
         self._idle_on = self.speeds[3] > 0 and life.spares is not None and self.lane != "job"
         self._busy_outside = (self._external or self._idle_on
                               or (life.regeneration is not None and life.bad_fraction > 0))
-        #: one repair stage per failure, no technician queue: inlined in _fail_plain
+        #: one repair stage per failure, no technician queue: inlined in strike
         self._simple_shop = (life.spares is not None and not life.pipeline
                              and life.technicians is None)
         #: … and nothing to decide when it ends (no retirement, bad nodes, idle clocks)
         self._simple_return = (self._simple_shop and life.retirement is None
                                and not life.heterogeneous and not self._idle_on)
-        #: host selection :meth:`_fill_plain` handles (random, no clocks, no conventions)
+        #: host selection :meth:`_fill_plain` and :meth:`_replace_fast` inline (random, no
+        #: clocks, no conventions)
         self._plain_pool = (self._poisson and life.spares is not None
                             and life.host_policy == "random" and life.host_policy_fn is None
                             and life.conventions.is_default and not self._idle_on)
-        #: failures :meth:`_fail_plain` handles (poisson lane, nothing external)
+        #: failures :meth:`strike` handles inlined (poisson lane, nothing external)
         self._plain = (self._poisson and not failures.trace and not failures.burst_probability
                        and not self._diagnosed and life.retirement is None)
         #: a restarting or waiting job cannot be struck (exposure: running, no bursts
         #: or trace): its holds need not look for the next failure
         self._quiet = (self.speeds[RESTARTING] == 0.0 and self.speeds[WAITING] == 0.0
                        and not self._external)
+        #: a change of phase only processes repairs and sets the clocks' rates (nothing
+        #: outside the job, no scores to credit): the hot paths inline it
+        self._lean_phases = not self._busy_outside and (
+            life.retirement is None or life.retirement.score is None)
+        # per-cause and per-run constants of the hot paths
+        self._multi = len(self.causes) > 1
+        self._repair_s = [c.repair_s for c in self.causes] or [0.0]
+        self._detect_s = [c.detect_s for c in self.causes] or [0.0]
+        self._requeue_s = [c.restart_s for c in self.causes] or [0.0]
+        self._s_run, self._s_restart = self.speeds[RUNNING], self.speeds[RESTARTING]
+        self._max_failures = self.limits.max_failures
+        self._max_t = self.limits.max_simulated_s
+        #: the node the last :meth:`strike` hit and the one it sent to repair (−1: none)
+        self.struck_node = self.struck_blamed = -1
+        self.struck_cause = 0          # … and its cause (:meth:`fail_over`)
+        self._round_short = False      # the last replacement round left the job short
+        #: the idle pool keeps a heap of policy keys (ordered host-selection policies)
+        self._keyed_idle = life.host_policy in ("fewest_failures", "highest_score")
+        #: :meth:`fail_over` runs fused: the fast path's commonest cluster
+        self._lean_quiet = (self._plain and self._lean_phases and self._simple_shop
+                            and self._plain_pool and not life.standbys and log is None
+                            and self._quiet)
         self._streams(seed, rep)
         self._init_nodes()
         self._init_lane()
@@ -275,10 +332,11 @@ class ClusterOps(Pools, RepairShop):
         win = life.retirement.window if life.retirement else None
         self.window = win
         self.recent = [deque(maxlen=win.failures) for _ in range(total)] if win else None
-        self.slots = list(range(n))
-        self.filled = list(range(n))
-        self.fpos = list(range(n))
-        self.slot_of = list(range(n)) + [-1] * extra
+        ids = _identity(n)
+        self.slots = ids[:]
+        self.filled = ids[:]
+        self.fpos = ids[:]
+        self.slot_of = ids + [-1] * extra
         self.empty: list[int] = []
         self.standby: list[int] = []
         self.idle: list[int] = []
@@ -291,9 +349,13 @@ class ClusterOps(Pools, RepairShop):
             for _ in range(life.standbys):
                 self._push_standby(i)
                 i += 1
-            for _ in range(life.spares):
-                self._push_idle(i)
-                i += 1
+            self.idle = list(range(i, i + life.spares))       # _push_idle of each
+            self.ipos = {node: k for k, node in enumerate(self.idle)}
+            if life.host_policy in ("fewest_failures", "highest_score"):
+                for node in self.idle:
+                    self.iver[node] += 1
+                    heapq.heappush(self.iheap, (*self._policy_key(node), self.iver[node]))
+            i += life.spares
             self.spare = list(range(i, total))[::-1]
         self.next_id = total
         self.rheap: list[tuple[float, int, int, int]] = []   # (done, seq, node, stage)
@@ -325,7 +387,8 @@ class ClusterOps(Pools, RepairShop):
                 self.key = self.gaps.next()
         elif self.lane == "poisson":
             self.key = self.gaps.next()
-            self.ikey = self.idle_gaps.next()
+            if self._idle_on:          # the pool's clock (its stream only when it runs)
+                self.ikey = self.idle_gaps.next()
         elif self.lane == "clocks":
             total = len(self.state)
             first = (dist.equilibrium(self.r_life, total) if fm.start == "stationary"
@@ -346,7 +409,12 @@ class ClusterOps(Pools, RepairShop):
         """Set the group clocks' rates for the current phase and membership."""
         speed = self.speeds[self.phase] if self.phase != DONE else 0.0
         if self._poisson:
-            self.jclock.set(t, speed * len(self.filled))
+            rate = speed * len(self.filled)          # Clock.set, inlined
+            clock = self.jclock
+            if rate != clock.rate or t != clock.t_ref:
+                clock.value += clock.rate * (t - clock.t_ref)
+                clock.t_ref = t
+                clock.rate = rate
             if self._idle_on:
                 self.iclock.set(t, self.speeds[3] * (len(self.standby) + len(self.idle)))
         else:
@@ -406,7 +474,12 @@ class ClusterOps(Pools, RepairShop):
 
     def next_failure_s(self) -> float:
         """Wall time of the next failure that interrupts the job (∞: none)."""
-        t = self._job_time()
+        if self._poisson:                            # _job_time, inlined
+            clock = self.jclock
+            t = (clock.t_ref + (self.key - clock.value) / clock.rate
+                 if self.filled and clock.rate > 0.0 else INF)
+        else:
+            t = self._job_time()
         if self._external and self.filled:
             t = min(t, self._external_time()[0])
         return t
@@ -417,12 +490,28 @@ class ClusterOps(Pools, RepairShop):
         that find no node of the job, up to and including ``t``."""
         if not self._busy_outside:
             heap = self.rheap
-            while heap and heap[0][0] <= t:
-                done, _, node, stage = heapq.heappop(heap)
-                if self._simple_return:
-                    self._return_plain(done, node)
-                else:
+            if not self._simple_return:
+                while heap and heap[0][0] <= t:
+                    done, _, node, stage = heapq.heappop(heap)
                     self._stage_done(done, node, stage)
+                return
+            if self.log is not None or self.life.standbys or self._keyed_idle:
+                while heap and heap[0][0] <= t:
+                    done, _, node, _ = heapq.heappop(heap)
+                    self._return_plain(done, node)
+                return
+            counts, repairs_done, state, idle, ipos = (self.counts, self.repairs_done,
+                                                       self.state, self.idle, self.ipos)
+            while heap and heap[0][0] <= t:   # _return_plain into the idle pool, inlined
+                node = heapq.heappop(heap)[2]
+                self.busy -= 1
+                self.in_repair -= 1
+                counts["repairs_successful"] += 1
+                repairs_done[node] += 1
+                self._back += 1
+                state[node] = S_IDLE
+                ipos[node] = len(idle)
+                idle.append(node)
             return
         while True:
             tr = self.rheap[0][0] if self.rheap else INF
@@ -448,21 +537,29 @@ class ClusterOps(Pools, RepairShop):
 
     def _return_plain(self, t: float, node: int) -> None:
         """:meth:`_stage_done` → :meth:`_finish` → :meth:`_into_pool` of a one-stage
-        repair with no technician queue, retirement or bad nodes, inlined."""
+        repair with no technician queue, retirement or bad nodes, inlined (and
+        :meth:`_push_idle` of a random pick)."""
         self.busy -= 1
         self.in_repair -= 1
         self.counts["repairs_successful"] += 1
         self.repairs_done[node] += 1
         self._back += 1
-        if self.log is not None:
+        log = self.log
+        if log is not None:
             self._log(t, ev.REPAIR_END, node=node, stage=STAGE_NAMES[0], fixed=True)
         if len(self.standby) < self.life.standbys:
             self._push_standby(node)
             where = "standby"
-        else:
+        elif self._keyed_idle:
             self._push_idle(node)
             where = "idle"
-        if self.log is not None:
+        else:
+            self.state[node] = S_IDLE
+            idle = self.idle
+            self.ipos[node] = len(idle)
+            idle.append(node)
+            where = "idle"
+        if log is not None:
             self._log(t, ev.NODE_UP, node=node, to=where)
 
     def _regenerate(self, t: float) -> None:
@@ -522,7 +619,9 @@ class ClusterOps(Pools, RepairShop):
         """The failure at ``t = next_failure_s()``: diagnosis, repairs, empty slots; the
         job enters ``RESTARTING``."""
         if self._plain:
-            return self._fail_plain(t)
+            cause = self.strike(t)
+            node, blamed = self.struck_node, self.struck_blamed
+            return JobFailure(t, node, cause, self._induced[cause], blamed, False, blamed >= 0)
         self._advance(t)
         running = self.phase == RUNNING
         repair_s = None
@@ -579,30 +678,38 @@ class ClusterOps(Pools, RepairShop):
             self.gjoin[node] = self.G      # no credit for the chunk in which it failed
         return JobFailure(t, node, cause, ji, blamed, missed, blamed >= 0)
 
-    def _fail_plain(self, t: float) -> JobFailure:
-        """:meth:`fail` for identical exponential nodes with nothing else striking and
-        no diagnosis, bad nodes or scores: the same steps, the same draws, inlined."""
-        if self.rheap and self.rheap[0][0] <= t or self._busy_outside:
+    def strike(self, t: float) -> int:
+        """:meth:`fail` for an engine that needs only the failure's cause (the fast path):
+        the same steps and draws; for identical exponential nodes with nothing else
+        striking and no diagnosis or scores (:attr:`_plain`) inlined, without a record
+        of the failure (:meth:`fail` builds it from :attr:`struck`)."""
+        if not self._plain:
+            return self.fail(t).cause
+        heap = self.rheap
+        if heap and heap[0][0] <= t or self._busy_outside:
             self._advance(t)
         running = self.phase == RUNNING
-        self.key += self.gaps.next()
+        buf = self.gaps.buf
+        self.key += buf.pop() if buf else self.gaps.next()
         filled = self.filled
         node = -1
         if filled:
             k = len(filled)
-            node = self.slots[filled[min(int(self.u_nodes.next() * k), k - 1)]]
+            buf = self.u_nodes.buf
+            u = buf.pop() if buf else self.u_nodes.next()
+            node = self.slots[filled[min(int(u * k), k - 1)]]
         cause = 0
-        if len(self.causes) > 1:
-            cause = bisect.bisect_right(self.cum_full if running else self.cum_hw,
-                                        self.u_causes.next())
+        if self._multi:
+            buf = self.u_causes.buf
+            u = buf.pop() if buf else self.u_causes.next()
+            cause = bisect.bisect_right(self.cum_full if running else self.cum_hw, u)
         counts = self.counts
         counts["failures"] += 1
         total = counts["failures"] + counts["failures_idle"]
-        if total > self.limits.max_failures or t > self.limits.max_simulated_s:
+        if total > self._max_failures or t > self._max_t:
             self.limits.check(total, t, self.rep)
-        ji = self._induced[cause]
         blamed = -1
-        if ji:
+        if self._induced[cause]:
             counts["failures_job_induced"] += 1
         else:
             counts["failures_hardware"] += 1
@@ -612,22 +719,44 @@ class ClusterOps(Pools, RepairShop):
                 self.last_fail[node] = t
                 if self.recent is not None:
                     self.recent[node].append(t)
-                self._leave_job(t, node)
-                repair_s = self.causes[cause].repair_s if self.causes else 0.0
+                slot = self.slot_of[node]            # _leave_job (no clocks), inlined
+                fpos = self.fpos
+                i = fpos[slot]
+                last = filled[-1]
+                filled[i] = last
+                fpos[last] = i
+                filled.pop()
+                fpos[slot] = -1
+                self.slots[slot] = -1
+                self.slot_of[node] = -1
+                self.empty.append(slot)
+                repair_s = self._repair_s[cause]
                 if self._simple_shop and repair_s > 0.0:   # _to_repair, one stage, inlined
                     self.in_repair += 1
                     self.state[node] = S_MANUAL
                     self.busy += 1
                     if self.log is not None:
                         self._log(t, ev.REPAIR_BEGIN, node=node, stage=STAGE_NAMES[0])
-                    heapq.heappush(self.rheap, (t + repair_s, next(self._seq), node, 0))
+                    heapq.heappush(heap, (t + repair_s, next(self._seq), node, 0))
                 else:
                     self._to_repair(t, node, cause, None)
-        if self.phase == RESTARTING:
-            self._rates(t)
+        self.struck_node, self.struck_blamed = node, blamed
+        if self.phase == RESTARTING or self._lean_phases:
+            if self.phase != RESTARTING:       # set_phase, inlined (nothing to advance)
+                if heap and heap[0][0] <= t:
+                    self._advance(t)
+                self.phase = RESTARTING
+            rate = self._s_restart * len(filled)      # _rates (poisson lane), inlined
+            clock = self.jclock
+            if rate != clock.rate or t != clock.t_ref:
+                clock.value += clock.rate * (t - clock.t_ref)
+                clock.t_ref = t
+                clock.rate = rate
+            if self._idle_on:
+                self.iclock.set(t, self.speeds[3] * (len(self.standby) + len(self.idle)))
         else:
             self.set_phase(t, RESTARTING)
-        return JobFailure(t, node, cause, ji, blamed, False, blamed >= 0)
+        return cause
 
     def _primary_node(self, t: float) -> int:
         """The node whose clock fired (renewed), or a random one of the job."""
@@ -974,41 +1103,48 @@ class ClusterOps(Pools, RepairShop):
                 yield Hold(MAINTENANCE, WAITING, end)
 
     def recover(self, t: float, detect_s: float, requeue_s: float, load_s: float,
-                book: Callable[[str, float], None]) -> tuple[int, float]:
+                books: HoldTimes) -> tuple[int, float]:
         """:meth:`recovery` without a generator, for an engine without maintenance
-        windows that books each hold with ``book(kind, seconds)``: the same steps in the
-        same order (``tests/sim/test_fast_equals_simpy.py`` holds the two to each
-        other). Returns (:data:`RECOVERED`, when the job runs again), (:data:`CUT`, the
-        failure that cut a hold short) or (:data:`EXHAUSTED`, when the cluster was
-        found depleted)."""
+        windows that books each hold into ``books``: the same steps in the same order
+        (``tests/sim/test_fast_equals_simpy.py`` holds the two to each other), and the
+        job set running when it is over. Returns (:data:`RECOVERED`, when the job runs
+        again), (:data:`CUT`, the failure that cut a hold short) or (:data:`EXHAUSTED`,
+        when the cluster was found depleted)."""
         quiet = self._quiet          # nothing can strike the job before it runs again
+        times = books.times
         if detect_s > 0:
             until = t + detect_s
             f = INF if quiet else self.next_failure_s()
             if f <= until:
-                book(DETECT, f - t)
+                books.restart_s += f - t
+                times[DETECT] += f - t
                 return CUT, f
-            book(DETECT, until - t)
+            books.restart_s += until - t
+            times[DETECT] += until - t
             t = until
         while True:
-            holds, short, depleted = self.replace(t)
-            if depleted:
-                self.set_phase(t, WAITING)
-                return EXHAUSTED, t
-            for kind, phase, dur in holds:
+            dur = self._replace_fast(t) if not self._busy_outside else None
+            if dur is not None:            # one host selection at most, or nothing to do
                 if dur > 0:
-                    if phase != self.phase:
-                        self.set_phase(t, phase)
-                    elif self.rheap and self.rheap[0][0] <= t or self._busy_outside:
+                    if self.phase != RESTARTING:
+                        self.set_phase(t, RESTARTING)
+                    elif self.rheap and self.rheap[0][0] <= t:
                         self._advance(t)
                     until = t + dur
                     f = INF if quiet else self.next_failure_s()
                     if f <= until:
-                        book(kind, f - t)
+                        books.restart_s += f - t
+                        times[HOST_SELECTION] += f - t
                         return CUT, f
-                    book(kind, until - t)
+                    books.restart_s += until - t
+                    times[HOST_SELECTION] += until - t
                     t = until
-            if not short:
+                break
+            res = self._replace_holds(t, books)
+            if res[0] != RECOVERED:
+                return res
+            t = res[1]
+            if not self._round_short:
                 break
             self._advance(t)
             if self._may_retry():
@@ -1017,24 +1153,276 @@ class ClusterOps(Pools, RepairShop):
             until = self.next_return_s()
             f = INF if quiet else self.next_failure_s()
             if f <= until:
-                book(STALL, f - t)
+                books.book(STALL, f - t)
                 return CUT, f
-            book(STALL, until - t)
+            books.book(STALL, until - t)
             t = until
         if self.phase != RESTARTING:
             self.set_phase(t, RESTARTING)
         elif self.rheap and self.rheap[0][0] <= t or self._busy_outside:
             self._advance(t)
-        for kind, dur in ((REQUEUE, requeue_s), (LOAD, load_s)):
+        if requeue_s > 0:
+            until = t + requeue_s
+            f = INF if quiet else self.next_failure_s()
+            if f <= until:
+                books.restart_s += f - t
+                times[REQUEUE] += f - t
+                return CUT, f
+            books.restart_s += until - t
+            times[REQUEUE] += until - t
+            t = until
+        if load_s > 0:
+            until = t + load_s
+            f = INF if quiet else self.next_failure_s()
+            if f <= until:
+                books.restart_s += f - t
+                times[LOAD] += f - t
+                return CUT, f
+            books.restart_s += until - t
+            times[LOAD] += until - t
+            t = until
+        if not self._lean_phases:                  # the job runs again
+            self.set_phase(t, RUNNING)
+            return RECOVERED, t
+        heap = self.rheap                           # set_phase(t, RUNNING), inlined
+        if heap and heap[0][0] <= t:
+            self._advance(t)
+        if self.phase != RUNNING:
+            self.run_start = t
+            self.phase = RUNNING
+            if self._poisson and not self._idle_on:
+                rate = self._s_run * len(self.filled)
+                clock = self.jclock
+                if rate != clock.rate or t != clock.t_ref:
+                    clock.value += clock.rate * (t - clock.t_ref)
+                    clock.t_ref = t
+                    clock.rate = rate
+            else:
+                self._rates(t)
+        return RECOVERED, t
+
+    def fail_over(self, t: float, load_s: float, books: HoldTimes) -> tuple[int, float]:
+        """:meth:`strike` at ``t`` then :meth:`recover` with the cause's detection and
+        requeue, fused for the commonest cluster (:attr:`_lean_quiet`: identical
+        exponential nodes, nothing outside the job but one-stage repairs into a random
+        idle pool, no standbys or log, a restarting job that cannot be struck): the
+        same steps and draws, with what the two calls would repeat done once. The
+        cause is :attr:`struck_cause`. Where the cluster is not that simple or the pool
+        cannot fill the job, the steps go on in :meth:`recover` itself."""
+        if not self._lean_quiet:
+            cause = self.struck_cause = self.strike(t)
+            return self.recover(t, self._detect_s[cause], self._requeue_s[cause], load_s,
+                                books)
+        heap = self.rheap
+        if heap and heap[0][0] <= t:
+            self._advance(t)
+        running = self.phase == RUNNING
+        buf = self.gaps.buf
+        self.key += buf.pop() if buf else self.gaps.next()
+        filled, slots, fpos, slot_of = self.filled, self.slots, self.fpos, self.slot_of
+        node = -1
+        if filled:
+            k = len(filled)
+            buf = self.u_nodes.buf
+            u = buf.pop() if buf else self.u_nodes.next()
+            node = slots[filled[min(int(u * k), k - 1)]]
+        cause = 0
+        if self._multi:
+            buf = self.u_causes.buf
+            u = buf.pop() if buf else self.u_causes.next()
+            cause = bisect.bisect_right(self.cum_full if running else self.cum_hw, u)
+        counts = self.counts
+        counts["failures"] += 1
+        total = counts["failures"] + counts["failures_idle"]
+        if total > self._max_failures or t > self._max_t:
+            self.limits.check(total, t, self.rep)
+        blamed = -1
+        empty = self.empty
+        if self._induced[cause]:
+            counts["failures_job_induced"] += 1
+        else:
+            counts["failures_hardware"] += 1
+            if node >= 0:
+                blamed = node
+                self.fails[node] += 1
+                self.last_fail[node] = t
+                slot = slot_of[node]                 # _leave_job (no clocks)
+                i = fpos[slot]
+                last = filled[-1]
+                filled[i] = last
+                fpos[last] = i
+                filled.pop()
+                fpos[slot] = -1
+                slots[slot] = -1
+                slot_of[node] = -1
+                empty.append(slot)
+                repair_s = self._repair_s[cause]
+                if repair_s > 0.0:                   # _to_repair, one stage
+                    self.in_repair += 1
+                    self.state[node] = S_MANUAL
+                    self.busy += 1
+                    heapq.heappush(heap, (t + repair_s, next(self._seq), node, 0))
+                else:
+                    self._to_repair(t, node, cause, None)
+        self.struck_node, self.struck_blamed, self.struck_cause = node, blamed, cause
+        # set_phase(t, RESTARTING). Its _advance and recover's before the requeue find
+        # repairs that end up to the next _advance below, and nothing in between looks
+        # at the pool: that _advance processes them in the same (heap) order.
+        self.phase = RESTARTING
+        clock = self.jclock                          # _rates: restarting, no clock runs
+        rate = self._s_restart * len(filled)
+        if rate != clock.rate or t != clock.t_ref:
+            clock.value += clock.rate * (t - clock.t_ref)
+            clock.t_ref = t
+            clock.rate = rate
+        times = books.times                          # recover(…), no failure can cut it
+        detect_s = self._detect_s[cause]
+        if detect_s > 0:
+            until = t + detect_s
+            books.restart_s += until - t
+            times[DETECT] += until - t
+            t = until
+        if heap and heap[0][0] <= t:                 # _replace_fast
+            self._advance(t)
+        need = len(empty)
+        if need:
+            idle = self.idle
+            if need > len(idle):
+                return self.recover(t, 0.0, self._requeue_s[cause], load_s, books)
+            u_sel, ipos, state, gjoin, g = self.u_select, self.ipos, self.state, self.gjoin, self.G
+            for _ in range(need):
+                k = len(idle)
+                buf = u_sel.buf
+                x = buf.pop() if buf else u_sel.next()
+                node = idle[min(int(x * k), k - 1)]
+                i = ipos.pop(node)                   # _drop_idle
+                last = idle.pop()
+                if last != node:
+                    idle[i] = last
+                    ipos[last] = i
+                slot = empty.pop()                   # _join_job (no clocks)
+                slots[slot] = node
+                slot_of[node] = slot
+                fpos[slot] = len(filled)
+                filled.append(slot)
+                state[node] = S_RUN
+                gjoin[node] = g
+            counts["host_selections"] += 1
+            d = self.d_hs
+            dur = d.fixed if d.fixed is not None else d.buf.next()
+            self._preempting = False
+            rate = self._s_restart * len(filled)     # _after_round: _rates
+            if rate != clock.rate or t != clock.t_ref:
+                clock.value += clock.rate * (t - clock.t_ref)
+                clock.t_ref = t
+                clock.rate = rate
+            self._back_seen = self._back
+            if dur > 0:                              # (nothing new to advance at t)
+                until = t + dur
+                books.restart_s += until - t
+                times[HOST_SELECTION] += until - t
+                t = until
+        self._stalling = self._in_loop = False
+        requeue_s = self._requeue_s[cause]
+        if requeue_s > 0:
+            until = t + requeue_s
+            books.restart_s += until - t
+            times[REQUEUE] += until - t
+            t = until
+        if load_s > 0:
+            until = t + load_s
+            books.restart_s += until - t
+            times[LOAD] += until - t
+            t = until
+        if heap and heap[0][0] <= t:                 # set_phase(t, RUNNING)
+            self._advance(t)
+        self.run_start = t
+        self.phase = RUNNING
+        rate = self._s_run * len(filled)
+        if rate != clock.rate or t != clock.t_ref:
+            clock.value += clock.rate * (t - clock.t_ref)
+            clock.t_ref = t
+            clock.rate = rate
+        return RECOVERED, t
+
+    def _replace_holds(self, t: float, books: HoldTimes) -> tuple[int, float]:
+        """One round of :meth:`replace` and its holds for :meth:`recover`:
+        (:data:`RECOVERED`, the time the holds are over; :attr:`_round_short` says
+        whether the job is still short), or (:data:`CUT` | :data:`EXHAUSTED`, time)."""
+        holds, short, depleted = self.replace(t)
+        self._round_short = short
+        if depleted:
+            self.set_phase(t, WAITING)
+            return EXHAUSTED, t
+        quiet = self._quiet
+        for kind, phase, dur in holds:
             if dur > 0:
+                if phase != self.phase:
+                    self.set_phase(t, phase)
+                elif self.rheap and self.rheap[0][0] <= t or self._busy_outside:
+                    self._advance(t)
                 until = t + dur
                 f = INF if quiet else self.next_failure_s()
                 if f <= until:
-                    book(kind, f - t)
+                    books.book(kind, f - t)
                     return CUT, f
-                book(kind, until - t)
+                books.book(kind, until - t)
                 t = until
         return RECOVERED, t
+
+    def _replace_fast(self, t: float) -> float | None:
+        """:meth:`replace` in its commonest cases, inlined, when nothing but repairs
+        happens outside the job: no empty slot, or a random pick of identical nodes from
+        an idle pool holding every node the job lacks (no standbys). Returns the one
+        host selection's seconds (0: no hold), or None for :meth:`replace` to run."""
+        heap = self.rheap
+        if heap and heap[0][0] <= t:
+            self._advance(t)
+        empty = self.empty
+        need = len(empty)
+        if not need:
+            self._stalling = self._in_loop = False
+            return 0.0
+        idle = self.idle
+        if not self._plain_pool or need > len(idle) or self.standby or self.life.standbys:
+            return None
+        u, ipos, slots, slot_of = self.u_select, self.ipos, self.slots, self.slot_of
+        filled, fpos, state, gjoin, g = self.filled, self.fpos, self.state, self.gjoin, self.G
+        nodes: list[int] | None = [] if self.log is not None else None
+        for _ in range(need):
+            k = len(idle)
+            buf = u.buf
+            x = buf.pop() if buf else u.next()
+            node = idle[min(int(x * k), k - 1)]
+            i = ipos.pop(node)                     # _drop_idle
+            last = idle.pop()
+            if last != node:
+                idle[i] = last
+                ipos[last] = i
+            slot = empty.pop()                     # _join_job (no clocks)
+            slots[slot] = node
+            slot_of[node] = slot
+            fpos[slot] = len(filled)
+            filled.append(slot)
+            state[node] = S_RUN
+            gjoin[node] = g
+            if nodes is not None:
+                nodes.append(node)
+        self.counts["host_selections"] += 1
+        d = self.d_hs
+        dur = d.fixed if d.fixed is not None else d.buf.next()
+        if nodes is not None:
+            self._log(t, ev.HOST_SELECTION, nodes=nodes, policy=self.life.host_policy)
+        self._preempting = False
+        rate = self.speeds[self.phase] * len(filled)   # _after_round(t, 0, …): _rates
+        clock = self.jclock
+        if rate != clock.rate or t != clock.t_ref:
+            clock.value += clock.rate * (t - clock.t_ref)
+            clock.t_ref = t
+            clock.rate = rate
+        self._in_loop = self._stalling = False
+        self._back_seen = self._back
+        return dur
 
     def planned_stop(self, t: float, ckpt_s: float,
                      end_s: float) -> Generator[Hold, float, None]:

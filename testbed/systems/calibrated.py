@@ -170,7 +170,8 @@ class RecordsFit(Strict):
     none (the oracle's ``Request.framework`` and ``Request.checkpoint_format``): the
     fit writes the framework with the most single-process step measurements and the
     harness's format; edit them to make another the default. The lookups below are
-    what the oracle, the checkpoint cost and the restart default read.
+    what the checkpoint cost and the restart default read (the oracle's compute and
+    network lookups are in :mod:`testbed.oracle.fitted`).
     """
 
     method: str = "testbed.calibration.fit"
@@ -203,19 +204,6 @@ class RecordsFit(Strict):
                 return name
         return min(seen, default=None)
 
-    def compute_for(self, framework: str, precision: str, device: str | None = None,
-                    fallback_precision: str | None = None) -> ComputeFit | None:
-        """The compute fit of ``framework`` in ``precision`` (else in
-        ``fallback_precision``, else in any precision measured), preferring ``device``."""
-        fits = [c for c in self.compute if c.framework == framework]
-        if device is not None:
-            fits = sorted(fits, key=lambda c: c.device != device)
-        for want in (precision, fallback_precision):
-            hit = next((c for c in fits if c.precision == want), None)
-            if hit is not None:
-                return hit
-        return fits[0] if fits else None
-
     def storage_for(self, framework: str | None = None, fmt: str | None = None
                     ) -> StorageFit | None:
         """The storage fit of ``framework`` (default :meth:`default_framework`) and
@@ -234,7 +222,3 @@ class RecordsFit(Strict):
     def restart_for(self, framework: str | None = None) -> RestartFit | None:
         framework = framework or self.default_framework()
         return next((r for r in self.restart if r.framework == framework), None)
-
-    def network_for(self, backend: str) -> tuple[AlphaBeta, ...]:
-        """The collective fits of one backend (every op, tier and process count)."""
-        return tuple(ab for ab in self.network if ab.backend == backend)

@@ -10,6 +10,9 @@ per-framework step-time lines and laws, α–β per backend and tier, checkpoint
 per format, restart costs), which the oracle, the checkpoint cost and the restart
 default read.
 
+The classes here are data: which curve, stack or measurement applies to a prediction
+is the oracle's rule (:mod:`testbed.oracle.device`).
+
 Network tiers are listed innermost first; a collective among ``p`` GPUs placed on
 consecutive GPUs (whole nodes first) runs on the smallest tier whose ``span_gpus``
 covers it.
@@ -30,7 +33,7 @@ from testbed.io.read import load_yaml
 from testbed.io.schema import Strict as _Strict
 from testbed.io.schema import validate
 from testbed.systems.calibrated import RecordsFit, collective_backend
-from testbed.systems.software import SoftwareSpec, SoftwareStack, legacy_stack
+from testbed.systems.software import SoftwareSpec
 from testbed.systems.sources import Source
 from testbed.units import did_you_mean
 
@@ -112,6 +115,9 @@ class GpuSpec(_Strict):
         return self.memory_bytes_override or int(self.memory_GiB * 2**30)
 
     def peak_flops(self, precision: str) -> float:
+        """The datasheet's dense peak of ``precision`` in FLOP/s (tf32 reads fp32's
+        figure where the datasheet lists none); efficiencies and curves are applied by
+        the oracle (:mod:`testbed.oracle.device`)."""
         if precision in self.peak_TFLOPS:
             return self.peak_TFLOPS[precision] * 1e12
         if precision == "tf32" and "fp32" in self.peak_TFLOPS:
@@ -120,42 +126,10 @@ class GpuSpec(_Strict):
                                f"known: {', '.join(sorted(self.peak_TFLOPS))}",
                                field="precision")
 
-    def efficiency(self, precision: str) -> float:
-        return self.compute_efficiency.get(precision, self.compute_efficiency.get("default", 0.4))
-
-    def curve(self, precision: str, family: str = "default") -> CurvePoint:
-        """The efficiency curve of ``precision`` for a model family: the family's own,
-        else the profile's default family, else the flat ``compute_efficiency``."""
-        for key in (family, "default"):
-            table = self.compute_curves.get(key, {})
-            if precision in table:
-                return table[precision]
-            if precision == "tf32" and "fp32" in table and "tf32" not in self.peak_TFLOPS:
-                return table["fp32"]
-        return CurvePoint(efficiency=min(1.0, self.efficiency(precision)))
-
-    def sustained_flops(self, precision: str, family: str = "default") -> float:
-        """Achieved FLOP/s at large batch: peak × the curve's efficiency."""
-        return self.peak_flops(precision) * self.curve(precision, family).efficiency
-
     @property
     def per_layer(self) -> bool:
         """Whether the profile has what the per-layer compute model needs."""
         return bool(self.sm_count and self.memory_bandwidth_GBps and self.gemm_efficiency)
-
-    def gemm_share(self, precision: str) -> float:
-        """Achieved share of the peak of large GEMM-like kernels at ``precision`` (tf32
-        falls back to fp32's table entry where the GPU has no tf32 peak; bf16 and fp16
-        share one entry when only one is given)."""
-        table = self.gemm_efficiency
-        fallback = {"bf16": "fp16", "fp16": "bf16", "tf32": "fp32", "fp8": "fp16",
-                    "fp64": "fp32"}
-        for key in (precision, fallback.get(precision), "fp16" if precision == "fp8" else None):
-            if key is not None and key in table:
-                return table[key]
-        raise UnknownNameError(f"GPU {self.model} has no gemm_efficiency for precision "
-                               f"{precision!r}; known: {', '.join(sorted(table))}",
-                               field="precision")
 
     @property
     def achieved_memory_Bps(self) -> float:  # noqa: N802 - unit suffix
@@ -397,26 +371,9 @@ class SystemProfile(_Strict):
     paradl: ParaDLRules | None = None
     source: str = Field(default="", exclude=True)
 
-    def software_stack(self, name: str | None = None) -> SoftwareStack:
-        """The stack a prediction runs on: ``name`` (a stack key or framework alias) or
-        the section's default; a profile without a ``software`` section stands for its
-        ``launch_us_per_layer`` and ``overlap_allreduce`` (a named stack is then refused)."""
-        if self.software is None:
-            if name is not None:
-                raise UnknownNameError(f"system {self.name} has no software section; "
-                                       f"software {name!r} cannot be chosen",
-                                       field="software")
-            return legacy_stack(self.gpu.launch_us_per_layer, self.overlap_allreduce)
-        return self.software.stack(name)
-
     @property
     def max_gpus(self) -> int:
         return self.network.max_gpus
-
-    def model_calibration(self, model_name: str) -> ModelCalibration | None:
-        if self.calibration is None:
-            return None
-        return self.calibration.models.get(model_name)
 
     @property
     def records_fit(self) -> RecordsFit | None:
@@ -493,4 +450,5 @@ def load_system(name_or_path: str | Path | SystemProfile) -> SystemProfile:
     """Load a profile by name (``abci-v100``) or by path to a YAML file."""
     if isinstance(name_or_path, SystemProfile):
         return name_or_path
-    return _load_path(str(profile_path(name_or_path)))
+    path = profile_path(name_or_path)
+    return _load_path(str(path))

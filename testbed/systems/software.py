@@ -11,7 +11,9 @@ the oracle's per-layer compute (:mod:`testbed.oracle.kernels`), its input pipeli
 its gradient overlap (:mod:`testbed.oracle.overlap`) read them.
 
 A request names a stack (``Request.software``, ``--software``) by its key or by one of
-its ``frameworks`` aliases; without a name the section's ``default`` applies.
+its ``frameworks`` aliases; without a name the section's ``default`` applies
+(:func:`testbed.oracle.device.software_stack` chooses; a profile without the section
+stands for its ``launch_us_per_layer`` and ``overlap_allreduce``).
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from testbed.errors import UnknownNameError
 from testbed.io.schema import Strict
-from testbed.units import did_you_mean
 
 #: Bounds of a stack's numbers: no launch takes a second, no sample takes an hour to
 #: decode, no bucket is larger than a terabyte.
@@ -115,32 +115,3 @@ class SoftwareSpec(Strict):
         object.__setattr__(self, "stacks", {k: v.model_copy(update={"name": k})
                                             for k, v in self.stacks.items()})
         return self
-
-    def names(self) -> list[str]:
-        """Stack keys and framework aliases a request may use."""
-        out = list(self.stacks)
-        for stack in self.stacks.values():
-            out += [a for a in stack.frameworks if a not in out]
-        return out
-
-    def stack(self, name: str | None = None) -> SoftwareStack:
-        """The stack called ``name`` (a key or a framework alias; None: the default)."""
-        key = self.default if name is None else name
-        if key in self.stacks:
-            return self.stacks[key]
-        for stack in self.stacks.values():
-            if key in stack.frameworks:
-                return stack
-        known = self.names()
-        raise UnknownNameError(f"unknown software stack {name!r}{did_you_mean(key, known)}; "
-                               f"known: {', '.join(known)}", field="software")
-
-
-def legacy_stack(launch_us_per_layer: float, overlap: bool) -> SoftwareStack:
-    """The stack a profile without a ``software`` section stands for: its layers launch
-    at ``launch_us_per_layer`` and gradients overlap backward as ``overlap_allreduce``
-    says (such profiles keep the FLOP-based compute, see :mod:`testbed.oracle.compute`)."""
-    return SoftwareStack(description="profile without a software section",
-                         launch_us=launch_us_per_layer, kernel_gap_us=0.0,
-                         gradient_allreduce="buckets" if overlap else "after-backward",
-                         name="profile")

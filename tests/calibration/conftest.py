@@ -79,7 +79,7 @@ def quick_loop(tmp_path_factory):
     root = tmp_path_factory.mktemp("quick-loop")
     profile = root / "local.yaml"
     proc = run_testbed("calibrate-local", "--quick", "-o", str(profile), "--records",
-                       str(root / "records"), "--json", timeout=600)
+                       str(root / "records"), "--json", timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {"root": root, "profile": profile, "records": root / "records",
             "summary": json.loads(proc.stdout)}

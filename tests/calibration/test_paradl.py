@@ -45,7 +45,8 @@ def test_calibrate_cli_from_records_writes_a_loadable_profile(abci_csv, tmp_path
     prof = load_calibrated(out)
     assert prof.fit is not None and prof.system.calibration.accuracy == today["accuracy"]
     # verify predicts every run through the oracle: ParaDL's accuracy in sample is the fit's
-    report = json.loads(run_testbed("verify", str(out), str(records), "--json").stdout)
+    report = json.loads(run_testbed("verify", str(out), str(records), "--in-sample",
+                                   "--json").stdout)
     q = report["quantities"]["paradl_iteration_s"]
     assert q["n"] == 31 and q["accuracy"] == today["accuracy"]["in_sample_mean"]
     again = tmp_path / "again.yaml"

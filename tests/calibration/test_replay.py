@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from simulators.engine import run_simpy
@@ -30,6 +30,8 @@ COSTS = ReplayCosts(step_s=0.01, checkpoint_s=0.05, load_s=0.02, restart_s=3.0, 
 kills = st.lists(st.one_of(
     st.builds(lambda s: Kill(at_step=s), st.integers(1, 30)),
     st.just(Kill(during_checkpoint=True)),
+    st.builds(lambda s, d: Kill(at_step=s, damage=d), st.integers(1, 30),
+              st.sampled_from(["bitflip", "truncate"])),
     st.builds(lambda t: Kill(at_s=t), st.floats(0.01, 8.0))), max_size=4)
 
 
@@ -37,6 +39,11 @@ kills = st.lists(st.one_of(
 def test_schedule_and_both_engines_agree(plan_kills, steps, every):
     plan = RunPlan(CFG, steps, every, tuple(plan_kills))
     schedule = kill_times(plan, COSTS)
+    # a kill inside the work a damaged checkpoint's fall-back re-does is the one case the
+    # simulator sees differently (during its restart: the replay module's doc)
+    times, extra = schedule.kill_times_s, schedule.fallback_extra_s
+    assume(all(times[i + 1] >= times[i] + COSTS.restart_s + COSTS.load_s + extra[i]
+               for i in range(len(times) - 1) if extra[i]))
     spec = replay_spec(plan, COSTS, schedule, "prop")
     fast = run_fast(spec, 0, 0)
     simpy, _ = run_simpy(spec, 0, 0)
@@ -54,6 +61,28 @@ def test_a_kill_after_a_checkpoint_step_loses_that_checkpoint():
     assert schedule.kill_times_s == pytest.approx((0.04,), abs=1e-6) and schedule.start_s == 3.5
     # 8 steps, one lost 4, a 3 s restart, no load (nothing committed), one checkpoint
     assert schedule.wall_s == pytest.approx(0.04 + 3.0 + 0.08 + 0.05, abs=1e-6)
+
+
+def test_a_damaged_checkpoint_falls_back_to_the_one_before():
+    # 16 steps, checkpoints every 4; killed after step 10 with the newest checkpoint (8)
+    # damaged: the restart resumes from 4, so steps 5–10 are lost, not just 9–10
+    plan = RunPlan(CFG, 16, 4, (Kill(at_step=10, damage="bitflip"),))
+    schedule = kill_times(plan, COSTS)
+    assert schedule.lost_steps == 6
+    # the work re-done because of the fall-back: steps 5–8 and the checkpoint at 8
+    assert schedule.rework_s == pytest.approx((4 * 0.01 + 0.05,))
+    assert schedule.wall_s == pytest.approx(
+        10 * 0.01 + 2 * 0.05 + 3.0 + 0.02 + 12 * 0.01 + 2 * 0.05, abs=1e-6)
+    # keep 1: nothing older is kept, the restart starts from scratch
+    alone = kill_times(RunPlan(CFG, 16, 4, (Kill(at_step=10, damage="bitflip"),), keep=1),
+                       COSTS)
+    assert alone.lost_steps == 10
+    # the simulator's replay lands on the same wall time and books the re-done work as lost
+    from testbed.calibration.replay import predicted_of
+    rep = run_fast(replay_spec(plan, COSTS, schedule, "fallback"), 0, 0)
+    assert rep.wall_s == pytest.approx(schedule.wall_s, rel=1e-9)
+    pred = predicted_of(rep.wall_s, rep.checkpoint_s, rep.restart_s, schedule, COSTS, 1)
+    assert pred.restart_s == pytest.approx(3.0 + 0.02, abs=1e-6)
 
 
 def test_a_kill_during_the_first_start_up_moves_the_start():

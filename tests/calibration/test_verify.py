@@ -88,7 +88,7 @@ def test_verify_cli_json_and_plot(synthetic):
     assert {"accuracy", "mape", "n", "rank_correlation", "worst"} <= set(q)
     assert q["n"] == 18 and data["holdout"] == "by-batch"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    table = run_testbed("verify", str(profile), str(records))
+    table = run_testbed("verify", str(profile), str(records), "--in-sample")
     assert table.returncode == 0 and "torch_step_s" in table.stdout
 
 
@@ -103,3 +103,6 @@ def test_verify_bad_input(synthetic, tmp_path):
     assert "--plot" in line and "folder" in line
     assert "holdout" in run_testbed("verify", str(profile), str(records), "--holdout",
                                     "sideways").stderr
+    # the records the profile was fitted on: refused without --in-sample or a refit
+    line = one_line_error(run_testbed("verify", str(profile), str(records)))
+    assert str(records) in line and "in sample" in line

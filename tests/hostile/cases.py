@@ -152,7 +152,7 @@ REFERRING_SCENARIO = {
 READERS: dict[str, list[list[str]]] = {
     "scenario": [["simulate", "{f}", "-r", "2", "--events", "{out}/events.jsonl"],
                  ["run", "{f}", "-r", "2", "-o", "{out}/report"],
-                 ["sweep", "{f}", "--grid", "checkpoint.interval=1h,2h", "-r", "2",
+                 ["sweep", "{f}", "--grid", "checkpoint.policy=fixed", "--grid", "checkpoint.interval=1h,2h", "-r", "2",
                   "--store", "{out}/s.db", "--workers", "1", "-q"],
                  ["report", "{f}", "-o", "{out}/report"]],
     "system": [["oracle", "predict", "--system", "{f}", "--model", "resnet50", "--strategy",

@@ -207,7 +207,7 @@ def test_unbounded_reads_stay_bounded_in_a_subprocess(tmp_path):
 
 
 @pytest.mark.parametrize("args", [
-    ["sweep", "{f}", "--grid", "checkpoint.interval=1h,2h", "-r", "2", "--store",
+    ["sweep", "{f}", "--grid", "checkpoint.policy=fixed", "--grid", "checkpoint.interval=1h,2h", "-r", "2", "--store",
      "{out}/s.db", "--executor", "mpi"],
     ["hpo", "run", "{hpo}", "--store", "{out}/h.db", "--executor", "mpi"],
 ])

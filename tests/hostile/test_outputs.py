@@ -86,7 +86,7 @@ def _special_writers(target: str) -> list[list[str]]:
     return [["simulate", "s.yaml", "-r", "2", "--events", target],
             ["traces", "import-fta", "fta.tab", "-o", target],
             ["model", "export", "alexnet", "-o", target],
-            ["sweep", "s.yaml", "--grid", "checkpoint.interval=1h,2h", "-r", "2", "--store",
+            ["sweep", "s.yaml", "--grid", "checkpoint.policy=fixed", "--grid", "checkpoint.interval=1h,2h", "-r", "2", "--store",
              target, "-q"],
             ["calibrate", str(REPO / "traces" / "measurements" / "vm" / "fit.jsonl"),
              "--base", "laptop-cpu", "-o", target],

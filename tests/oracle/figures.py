@@ -35,6 +35,7 @@ from testbed.io.packaged import data_dir
 from testbed.model.registry import get_model
 from testbed.oracle import predict
 from testbed.oracle.collectives import Fabric, bus_factor
+from testbed.oracle.device import software_stack
 from testbed.oracle.kernels import step_times
 from testbed.systems.profile import load_system
 
@@ -85,7 +86,7 @@ def _infer(f: Figure) -> float:
     system = load_system(f.system)
     model = get_model(a.get("model", "resnet50"))
     nbytes = 4 if a["precision"] in ("fp32", "tf32") else 2
-    t = step_times(model, a["batch"], system.gpu, system.software_stack(a.get("software")),
+    t = step_times(model, a["batch"], system.gpu, software_stack(system, a.get("software")),
                    a["precision"], nbytes, training=False)
     return a["batch"] / t.total_s
 

@@ -26,6 +26,7 @@ from scipy.optimize import brentq
 
 from testbed.model.registry import get_model
 from testbed.oracle import predict
+from testbed.oracle.device import software_stack
 from testbed.oracle.kernels import layer_work, step_times
 from testbed.systems.profile import load_system
 
@@ -48,7 +49,7 @@ def fit_launch() -> tuple[float, float]:
     work = layer_work(get_model("resnet50"))
     casts = work.weight_tensors
     system = load_system("dgx1-v100")
-    stack = system.software_stack()
+    stack = software_stack(system)
     fp32 = step_times(get_model("resnet50"), 1, system.gpu, stack, "fp32", 4, training=False)
     launch = (INFER_B1_S["fp16"] - INFER_B1_S["fp32"]) / casts
     layers = len(work.kinds)
@@ -81,7 +82,7 @@ def fit_decode() -> float:
     figure (the loader's cores, not the GPUs, set it)."""
     name, precision, batch, published = DECODE_ROW
     system = load_system(name)
-    stack = system.software_stack()
+    stack = software_stack(system)
     cores = min(system.node.cpu_cores / system.node.gpus_per_node,
                 stack.loader_workers_per_gpu or 1e9)
     return cores / published * 1e3

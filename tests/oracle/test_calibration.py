@@ -9,6 +9,7 @@ from testbed.calibration.abci_csv import calibrate, evaluate, holdout, read_meas
 from testbed.errors import InputError, ScenarioError
 from testbed.oracle import predict
 from testbed.systems.profile import load_system
+from tests.conftest import each
 
 TARGETS = ("resnet50", "vgg16")
 
@@ -22,7 +23,7 @@ def test_committed_profile_is_the_fit_of_the_data(fitted):
     cal, _, _ = fitted
     committed = load_system("abci-v100").calibration
     assert committed is not None, "run `make calibrate` and commit the profile"
-    for name, mc in cal.models.items():
+    for name, mc in each(cal.models.items()):
         got = committed.models[name]
         assert got.s_per_sample == pytest.approx(mc.s_per_sample, rel=1e-9)
         for tier, eff in mc.network_efficiency.items():

@@ -12,6 +12,7 @@ from testbed.calibration.abci_csv import holdout, read_measurements
 from testbed.oracle import predict
 from testbed.oracle.collectives import Fabric, bus_factor
 from testbed.systems.profile import load_system
+from tests.conftest import each
 from tests.oracle.figures import FIGURES, accuracy_table, ratio, split
 
 MiB = 2**20
@@ -87,7 +88,7 @@ def test_5_small_batches_follow_the_layers():
     within 15 % (the old two-point curve gave 0.66 at batch 16)."""
     rows = [(f, f.predicted()) for f in FIGURES if f.data_set == "dle-pytorch-rn50-v100-infer"]
     assert len(rows) == 16
-    for f, p in rows:
+    for f, p in each(rows):
         assert ratio(p, f.published) >= 0.85, (f.name, p, f.published)
 
 

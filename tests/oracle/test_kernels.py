@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from testbed.model.registry import get_model
 from testbed.oracle import predict
+from testbed.oracle.device import software_stack
 from testbed.oracle.kernels import FULL_REUSE, gemm_efficiency, layer_work, step_times
 from testbed.oracle.overlap import bucket_layers, bucketed
 from testbed.systems.profile import load_system
@@ -48,9 +49,9 @@ def test_convolutions_become_three_gemms():
 def test_fusion_and_graphs_change_what_they_should():
     system = load_system("a100-cluster")
     model = MODELS["resnet50"]
-    eager = step_times(model, 64, system.gpu, system.software_stack("pytorch"), "bf16", 2)
-    graphs = step_times(model, 64, system.gpu, system.software_stack("cuda-graphs"), "bf16", 2)
-    fused = step_times(model, 64, system.gpu, system.software_stack("mxnet"), "bf16", 2)
+    eager = step_times(model, 64, system.gpu, software_stack(system, "pytorch"), "bf16", 2)
+    graphs = step_times(model, 64, system.gpu, software_stack(system, "cuda-graphs"), "bf16", 2)
+    fused = step_times(model, 64, system.gpu, software_stack(system, "mxnet"), "bf16", 2)
     assert graphs.host_s < 1e-4 < eager.host_s             # one graph launch per step
     assert fused.kernels < 0.6 * eager.kernels             # ReLU, add, bias folded in
     assert fused.gpu_s < graphs.gpu_s                      # fewer bytes streamed
@@ -97,8 +98,8 @@ def test_a_larger_batch_never_steps_faster(model, system, stack, precision, batc
     s = load_system(system)
     nbytes = 4 if precision == "fp32" else 2
     prec = "fp16" if precision == "bf16" and system == "dgx1-v100" else precision
-    a = step_times(MODELS[model], batch, s.gpu, s.software_stack(stack), prec, nbytes)
-    b = step_times(MODELS[model], batch + extra, s.gpu, s.software_stack(stack), prec, nbytes)
+    a = step_times(MODELS[model], batch, s.gpu, software_stack(s, stack), prec, nbytes)
+    b = step_times(MODELS[model], batch + extra, s.gpu, software_stack(s, stack), prec, nbytes)
     assert b.total_s >= a.total_s * (1 - 1e-12)
     assert (b.backward_gpu_s >= a.backward_gpu_s * (1 - 1e-12)).all()
 

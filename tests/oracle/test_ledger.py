@@ -10,6 +10,7 @@ import yaml
 from testbed.io.packaged import data_dir
 from testbed.systems.profile import list_systems, load_system
 from testbed.systems.sources import dangling, ledger, numeric_paths, uncovered
+from tests.conftest import each
 from tests.oracle import fit_constants
 from tests.oracle.figures import FIGURES, fitted_sets, split
 
@@ -106,5 +107,5 @@ def test_step_jitter_is_its_fit():
     for name in ("a100-cluster", "h100-cluster", "h200-cluster"):
         stacks = load_system(name).software.stacks
         assert len(stacks) >= 5
-        for stack in stacks.values():
+        for stack in each(stacks.values()):
             assert stack.step_jitter_us == pytest.approx(value, abs=0.2)

@@ -17,6 +17,7 @@ import pytest
 from testbed.oracle import predict
 from testbed.oracle.collectives import Fabric, bus_factor
 from testbed.systems.profile import load_system
+from tests.conftest import each
 from tests.oracle.figures import FIGURES, accuracy_table, ratio, split
 
 #: Issue 18's acceptance bars for held-out figures: every ratio at least 0.80, their
@@ -46,7 +47,7 @@ def test_fitted_and_held_out_are_apart(scored):
 def test_fitted_figures_are_reproduced(scored):
     fitted, _ = scored
     print("\n" + accuracy_table("fitted (in sample)", fitted))
-    for f, p in fitted:
+    for f, p in each(fitted):
         assert ratio(p, f.published) >= FITTED_FLOOR, (f.name, p, f.published)
     assert len(fitted) >= 10
 

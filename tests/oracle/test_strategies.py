@@ -6,10 +6,11 @@ import pytest
 
 from testbed.errors import InputError, UnknownNameError
 from testbed.oracle import STRATEGIES, predict
+from tests.conftest import each
 
 
 def test_every_strategy_gives_a_breakdown():
-    for strategy in STRATEGIES:
+    for strategy in each(STRATEGIES):
         gpus = 1 if strategy == "serial" else 8
         e = predict("abci-v100", "resnet50", strategy, gpus, 64, group_size=4)
         assert e.feasible, (strategy, e.reason)
@@ -17,6 +18,24 @@ def test_every_strategy_gives_a_breakdown():
         assert e.time_per_iteration_s == pytest.approx(parts)
         assert sum(e.phases_s.values()) == pytest.approx(e.time_per_iteration_s)
         assert e.memory_per_gpu_bytes == sum(e.memory_breakdown_bytes.values())
+
+
+@pytest.mark.parametrize("strategy,gpus,batch,group", [
+    ("data", 32, 4096, None), ("spatial", 4, 4096, None), ("spatial", 8, 4096, None),
+    ("filter", 4, 256, None), ("channel", 4, 256, None), ("ds", 16, 4096, 4),
+    ("df", 16, 1024, 4)])
+def test_the_overlapped_all_reduce_never_exposes_more_than_it_takes(strategy, gpus, batch,
+                                                                     group):
+    """Gradient buckets wait for the backward of this GPU's share of each sample: a
+    spatial slice or a filter split runs every layer as a smaller batch would, so the
+    exposed all-reduce is at most the all-reduce itself (the per-layer backward of whole
+    samples made a 4-GPU spatial ResNet-50 on H100 wait 257 ms for 10 ms of traffic)."""
+    e = predict("h100-cluster", "resnet50", strategy, gpus, batch, group_size=group,
+                precision="bf16")
+    assert e.feasible, e.reason
+    assert e.phases_s["gradient_allreduce"] <= e.communication_total_s * (1 + 1e-9)
+    backward = e.phases_s["backward"]
+    assert 0 < backward < e.compute_s
 
 
 @pytest.mark.parametrize("strategy,gpus,batch,group,needle", [

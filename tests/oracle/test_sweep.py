@@ -9,6 +9,7 @@ from testbed.errors import InputError
 from testbed.model.registry import get_model
 from testbed.oracle.sweep import DEFAULT_MIN_BATCH_PER_GPU, sweep
 from testbed.systems.profile import load_system
+from tests.conftest import each
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,7 @@ def test_training_precision_by_default(h100):
 
 
 def test_minimum_batch_per_replica(h100):
-    for e in h100.feasible:
+    for e in each(h100.feasible):
         if e.strategy in ("serial", "data"):
             assert e.global_batch / e.gpus >= DEFAULT_MIN_BATCH_PER_GPU
     reasons = [e.reason for e in h100.infeasible if e.strategy == "data"]
@@ -49,7 +50,7 @@ def test_pipeline_micro_batches_respect_the_minimum():
               strategies=("pipeline",), min_efficiency=0)
     feasible = [e for e in r.estimates if e.feasible]
     assert feasible
-    for e in feasible:
+    for e in each(feasible):
         micro = min(4 * e.gpus, e.global_batch // DEFAULT_MIN_BATCH_PER_GPU)
         assert e.global_batch / micro >= DEFAULT_MIN_BATCH_PER_GPU
 

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from testbed.oracle import predict
+from testbed.oracle.device import software_stack
 from testbed.oracle.sync import expected_max_std_normal, sync_wait_s
 from testbed.systems.profile import load_system
 
@@ -46,7 +47,7 @@ def test_estimate_carries_the_wait_as_a_phase():
     """The stack's step jitter times z(GPUs) is its own phase, in the step's time; the
     ParaDL rules (and profiles without a jitter) have none."""
     system = load_system("h100-cluster")
-    jitter = system.software_stack("mxnet").step_jitter_us * 1e-6
+    jitter = software_stack(system, "mxnet").step_jitter_us * 1e-6
     assert jitter > 0
     e = predict(system, "resnet50", "data", 256, 256 * 32, software="mxnet")
     assert e.phases_s["sync_wait"] == pytest.approx(jitter * expected_max_std_normal(256))

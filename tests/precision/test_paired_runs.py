@@ -10,6 +10,7 @@ from real_runs.precision.data import hurricanes, load_dataset
 from real_runs.precision.nets import batch_order, initial_weights, train_predict
 from real_runs.precision.study import net_spec, run_paired, run_study, score, standardise
 from testbed.precision import parse_precisions
+from tests.conftest import each
 
 pytestmark = pytest.mark.frameworks
 
@@ -38,7 +39,7 @@ def test_run_study_summarises_the_paired_runs():
     assert [p.name for p in paired.precisions] == ["fp64", "int4"]
     assert paired.forecasts.shape == (2, 2, 120)
     assert paired.curve_forecasts.shape == (2, 2, net_spec(data).epochs, 120)
-    for i, result in enumerate(study.results):
+    for i, result in each(enumerate(study.results)):
         assert [score(data, f) for f in paired.forecasts[i]] == list(result.per_seed)
 
 

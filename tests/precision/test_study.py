@@ -14,6 +14,7 @@ from real_runs.precision.data import TEST_YEARS, TRAIN_YEARS, digits, hurricanes
 from real_runs.precision.study import run_study
 from testbed.errors import InputError
 from testbed.precision import parse_precisions
+from tests.conftest import each
 
 #: The paper's claim under test: low-precision inputs cost < 2 percentage points.
 TOLERANCE_PP = 2.0
@@ -60,7 +61,7 @@ def test_hurricane_study_reports_counts_against_climatology(hurricane_study):
     assert result.test_rows == 12 * (TEST_YEARS[1] - TEST_YEARS[0] + 1)
     # Climatology on 2001–2010 (hand count from the CSV: 86 of 120 months exact).
     assert result.climatology.accuracy == pytest.approx(86 / 120)
-    for r in result.results:
+    for r in each(result.results):
         assert 0.5 < r.accuracy_mean < 0.85 and 0.2 < r.mae_mean < 0.8
         assert len(r.per_seed) == 3
     d = result.to_dict()

@@ -62,6 +62,32 @@ def test_checkpoint_from_another_run_is_refused_and_kept(cli, tmp_path):
     assert _tree_digest(ckpt) == before
 
 
+@pytest.mark.frameworks
+def test_a_run_whose_kills_restored_nothing_says_so(cli, tmp_path):
+    # one kill at step 1, the first checkpoint at step 4: the restart starts from
+    # scratch, so "identical to uninterrupted" does not test a restore — a warning says so
+    kills = tmp_path / "kills.jsonl"
+    kills.write_text('{"at_step": 1}\n')
+    proc = cli("train", "--framework", "chainer", "--model", "mlp", "--steps", "6",
+               "--checkpoint-every", "4", "--kill-trace", str(kills), "--verify",
+               "--ckpt-dir", str(tmp_path / "ckpt"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["kills"] == 1 and out["checkpoint_restores"] == 0
+    assert out["identical_to_uninterrupted"] is True
+    assert len(out["warnings"]) == 1 and "nothing was restored" in out["warnings"][0]
+    assert "testbed: warning: nothing was restored" in proc.stderr
+    # a kill after the first checkpoint restores it: no warning
+    kills.write_text('{"at_step": 5}\n')
+    proc = cli("train", "--framework", "chainer", "--model", "mlp", "--steps", "6",
+               "--checkpoint-every", "4", "--kill-trace", str(kills),
+               "--ckpt-dir", str(tmp_path / "ckpt2"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["checkpoint_restores"] == 1 and out["warnings"] == []
+    assert "warning" not in proc.stderr
+
+
 def test_unwritable_checkpoint_dir(cli, tmp_path):
     blocker = tmp_path / "plain-file"
     blocker.write_text("")
@@ -125,18 +151,25 @@ def test_real_runs_imports_without_frameworks():
 def test_profile_splits_step_time_and_records_environment(cli, tmp_path):
     out = tmp_path / "m.jsonl"
     proc = cli("profile", "--framework", "torch", "--model", "cnn", "--steps", "6",
-               "--measurements", str(out), "--json")
+               "--rounds", "2", "--warmup", "1", "--measurements", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     summary = report["summary"]
-    assert summary["steps"] == 6 and summary["peak_memory_bytes"] > 0
-    assert summary["step_s"] == pytest.approx(
-        summary["forward_s"] + summary["backward_s"] + summary["update_s"])
+    # the one method: 2 rounds of 6 timed steps after 1 warm-up step, the median of the
+    # round medians on the wall clock; the split is the median step's, inside its wall
+    assert summary["steps"] == 12 and summary["peak_memory_bytes"] > 0
+    assert summary["step_round_lo_s"] <= summary["step_s"] <= summary["step_round_hi_s"]
+    assert summary["forward_s"] + summary["backward_s"] + summary["update_s"] <= (
+        summary["step_round_hi_s"] * 1.05)
+    assert report["method"]["warmup"] == 1 and report["method"]["rounds"] == 2
     # PyTorch hooks time every layer (per step, in extra steps after the timed ones);
     # their sum is part of a step's forward time
     assert any(name.endswith(":Conv2d") for name in report["layer_s"])
     assert sum(report["layer_s"].values()) <= max(t[0] for t in report["timings"]) * 3
     records = [r for _, r in read_records(out)]
-    assert [r.kind for r in records] == ["train_step"] * 6 + ["train_summary", "layer_times"]
+    assert [r.kind for r in records] == ["train_step"] * 12 + ["train_summary", "layer_times"]
     assert all(r.env.framework == "torch" and r.env.framework_version for r in records)
-    assert records[6].config.model == "cnn" and records[6].metrics.step_cpu_s > 0
+    assert records[12].config.model == "cnn" and records[12].metrics.step_cpu_s > 0
+    method = records[12].method
+    assert (method.warmup, method.rounds, method.samples_per_round, method.statistic,
+            method.clock) == (1, 2, 6, "median of round medians", "wall")

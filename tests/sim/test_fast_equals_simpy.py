@@ -226,3 +226,154 @@ def test_equal_on_published_daly_case():
     spec = resolve(load_scenario("scenarios/daly-6h.yaml"))
     for rep in range(5):
         assert_same(spec, 1, rep)
+
+
+@st.composite
+def lean_scenarios(draw):
+    """The cluster :meth:`ClusterOps.fail_over` fuses (identical exponential nodes that
+    fail only while the job runs, one-stage repairs into a small random idle pool, no
+    standbys): per-cause detection, requeue and repair (zero: back at once), job-induced
+    causes, a fixed or drawn host-selection cost, work lost or not; a pool of 0–2 nodes
+    often cannot fill the job, where the steps go on in :meth:`ClusterOps.recover`. A
+    third of the cases fail while restarting too (exposure ``in_use``): there the fast
+    path takes :meth:`ClusterOps.strike` and :meth:`ClusterOps.recover` (its inlined
+    replacement from the pool) and failures cut holds short."""
+    nodes = draw(st.integers(1, 8))
+    work_s = draw(st.floats(600.0, 10 * 3600.0))
+    mtbf = draw(st.floats(work_s / 2, 3 * work_s))
+    cluster: dict = {"nodes": nodes, "spares": draw(st.integers(0, 2)),
+                     "repair": draw(st.floats(60.0, mtbf))}
+    if draw(st.booleans()):
+        mean = draw(st.floats(1.0, 1800.0))
+        cluster["costs"] = {"host_selection": draw(st.sampled_from(
+            [mean, {"distribution": "exponential", "mean": mean}]))}
+    fail: dict = {"distribution": "exponential", "node_mtbf": mtbf * nodes,
+                  "exposure": draw(st.sampled_from(["running", "running", "in_use"])),
+                  "detect": draw(st.sampled_from([0.0, 45.0])),
+                  "restart": draw(st.floats(0.0, 300.0)),
+                  "start": draw(st.sampled_from(["stationary", "fresh"])),
+                  "lose_work": draw(st.booleans())}
+    if draw(st.booleans()):
+        fail["causes"] = [
+            {"name": f"c{i}", "weight": draw(st.floats(0.1, 5.0)),
+             "detect": draw(st.sampled_from([0.0, draw(st.floats(0.0, 200.0))])),
+             "restart": draw(st.sampled_from([0.0, draw(st.floats(0.0, 600.0))])),
+             "repair": draw(st.sampled_from([0.0, draw(st.floats(0.0, mtbf))])),
+             **({"job_induced": True} if draw(st.integers(0, 2)) == 0 else {})}
+            for i in range(3)]
+    doc = {"name": "lean", "workload": {"compute_time": work_s}, "cluster": cluster,
+           "failures": fail, "checkpoint": {"policy": "none",
+                                            "restart": draw(st.floats(0.0, 900.0))}}
+    return doc, draw(st.integers(0, 2**32 - 1))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lean_scenarios())
+def test_fused_failure_and_restart_equal_simpy_engine(case):
+    # the general loop's fused failure-and-restart (ClusterOps.fail_over) against the
+    # SimPy engine's ClusterOps.fail and ClusterOps.recovery, step by step
+    from testbed.resilience.ops import ClusterOps
+    doc, seed = case
+    spec = resolve(scenario_from_dict(doc))
+    ops = ClusterOps(spec.failures, spec.lifecycle, spec.nodes, seed, 0, spec.limits)
+    assert ops._lean_quiet or doc["failures"]["exposure"] == "in_use", doc
+    for rep in range(2):
+        _same(run_general(spec, seed, rep), run_simpy(spec, seed, rep)[0])
+
+
+def _cluster_state(ops) -> tuple:
+    """Everything the cluster knows node by node (aggregate results cannot tell which
+    identical node went where)."""
+    clock = ops.jclock
+    return (list(ops.slots), list(ops.filled), list(ops.fpos), list(ops.slot_of),
+            list(ops.empty), list(ops.idle), dict(ops.ipos), list(ops.state), list(ops.fails),
+            list(ops.repairs_done), list(ops.last_fail), list(ops.rheap), dict(ops.counts),
+            ops.in_repair, ops.busy, ops.phase, ops.run_start, ops.key,
+            (clock.value, clock.t_ref, clock.rate), ops._back, ops._back_seen,
+            ops._stalling, ops._in_loop, ops._preempting,
+            [len(b.buf) for b in (ops.gaps, ops.u_nodes, ops.u_causes, ops.u_select)],
+            list(ops.standby), list(ops.spare), list(ops.rqueue), list(ops.score), ops.G,
+            list(ops.gjoin), list(ops.bad), ops.ikey, ops.trace_i, list(ops.followers))
+
+
+def _restart_by_generator(ops, t: float, detect_s: float, requeue_s: float,
+                          load_s: float) -> tuple[int, float]:
+    """The SimPy engine's way through a restart: the :meth:`ClusterOps.recovery`
+    generator, each hold cut by the next failure, the job set running at the end."""
+    from testbed.resilience import ops as cops
+    holds = ops.recovery(t, detect_s, requeue_s, load_s)
+    try:
+        hold = next(holds)
+        while True:
+            if hold.kind == cops.DEPLETED:
+                return cops.EXHAUSTED, t
+            f = ops.next_failure_s()
+            if f <= hold.until_s:
+                return cops.CUT, f
+            t = hold.until_s
+            hold = holds.send(t)
+    except StopIteration:
+        ops.set_phase(t, cops.RUNNING)
+        return cops.RECOVERED, t
+
+
+def _same_cluster_failure_after_failure(spec, seed: int, fused: bool) -> None:
+    """:meth:`ClusterOps.fail` + :func:`_restart_by_generator` against the fast path's
+    :meth:`ClusterOps.fail_over` (``fused``) or :meth:`ClusterOps.strike` +
+    :meth:`ClusterOps.recover`, 150 failures: the same cluster, node by node."""
+    from testbed.resilience import ops as cops
+    from testbed.resilience.ops import ClusterOps, HoldTimes
+    load_s = spec.plan.load_of(0)
+    causes = spec.failures.causes
+    a, b = (ClusterOps(spec.failures, spec.lifecycle, spec.nodes, seed, 1, spec.limits)
+            for _ in range(2))
+    assert _cluster_state(a) == _cluster_state(b)
+    books, t = HoldTimes(), 0.0
+    for _ in range(150):
+        t = a.next_failure_s()
+        assert t == b.next_failure_s()
+        if t == math.inf:
+            break
+        cause = a.fail(t).cause
+        detect_s, requeue_s = ((causes[cause].detect_s, causes[cause].restart_s) if causes
+                               else (0.0, 0.0))
+        res_a, t_a = _restart_by_generator(a, t, detect_s, requeue_s, load_s)
+        if fused:
+            res_b, t_b = b.fail_over(t, load_s, books)
+            assert b.struck_cause == cause
+        else:
+            assert b.strike(t) == cause
+            res_b, t_b = b.recover(t, detect_s, requeue_s, load_s, books)
+        assert (res_a, t_a) == (res_b, t_b)
+        assert _cluster_state(a) == _cluster_state(b)
+        if res_a == cops.EXHAUSTED:
+            break
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lean_scenarios())
+def test_fused_failure_and_restart_move_the_same_nodes(case):
+    # fail_over (and strike + recover, where failures can cut a restart) against fail
+    # and the recovery generator: aggregate results cannot tell identical nodes apart
+    from testbed.resilience.ops import ClusterOps
+    doc, seed = case
+    spec = resolve(scenario_from_dict(doc))
+    assert ClusterOps(spec.failures, spec.lifecycle, spec.nodes, seed, 1,
+                      spec.limits)._lean_quiet or doc["failures"]["exposure"] == "in_use"
+    _same_cluster_failure_after_failure(spec, seed, fused=True)
+    _same_cluster_failure_after_failure(spec, seed, fused=False)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_scenarios())
+def test_strike_and_recover_move_the_same_nodes(case):
+    # the general loop's strike and recover (inlined failure, replacement and phases)
+    # against fail and the recovery generator, on every feature but maintenance windows
+    doc, seed = case
+    assume("maintenance" not in doc["failures"])
+    try:
+        spec = resolve(scenario_from_dict(doc))
+    except RunawayRefused as exc:
+        assume("cannot finish in reasonable time" not in str(exc))
+        raise
+    _same_cluster_failure_after_failure(spec, seed, fused=False)

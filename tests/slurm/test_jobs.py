@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from real_runs.method import DEFAULT_ROUNDS
 from testbed.measurements import read_records
 from tests.conftest import REPO, each, run_cli
 
@@ -61,8 +62,10 @@ def _records(path: Path) -> list:
 
 def test_calibration_job_runs_its_mpi_step_and_its_records_calibrate_and_verify(
         slurm, venv, tmp_path):
+    # the smoke design (seconds: PyTorch steps, 2-process gloo, one checkpoint format);
+    # the quick one, every framework and its supervised runs, is calibrate-local's test
     script, results = _script(tmp_path, slurm, venv, "cal", "--calibration", "--design",
-                              "quick", "--collective-repeats", "10")
+                              "smoke", "--collective-repeats", "10")
     job = slurm.submit(script)
     _completed(slurm.wait(job, 400, log=results / "job.log"), results)
     log = _log(results)
@@ -194,7 +197,8 @@ def test_training_job_requeued_at_its_time_limit_and_after_a_kill_resumes(slurm,
     restarts = [r for r in recs if r.kind == "restart"]
     assert [r.incarnation for r in restarts] == [1, 2, 3]
     assert {r.run_id for r in restarts} == {"train"}
-    assert sum(r.kind == "train_step" for r in recs) == 10
+    # the profile measures by the one method: --profile-steps per round, its rounds
+    assert sum(r.kind == "train_step" for r in recs) == 10 * DEFAULT_ROUNDS
     assert not [r for r in recs if r.kind == "supervised_run"]   # resumed: see slurm_train
     check = run_cli("records", "check", str(results / "measurements.jsonl"), "--json")
     assert check.returncode == 0 and json.loads(check.stdout)["ok"]

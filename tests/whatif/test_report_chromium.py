@@ -38,6 +38,11 @@ def _chromium() -> str:
 
 
 def _images(html, profile) -> list:
+    return _render(html, profile)[0]
+
+
+def _render(html, profile) -> tuple[list, str]:
+    """The images' load state and the text of the page as Chromium rendered it."""
     page = html.with_name("check-" + html.name)
     page.write_text(html.read_text().replace("</body>", CHECK_JS + "</body>"))
     out = subprocess.run([_chromium(), *FLAGS, f"--user-data-dir={profile}",
@@ -45,7 +50,7 @@ def _images(html, profile) -> list:
                          capture_output=True, text=True, timeout=120)
     m = re.search(r'<pre id="image-check">(.*?)</pre>', out.stdout)
     assert m, f"Chromium did not render the page: {out.stderr[-1500:]}"
-    return json.loads(m.group(1))
+    return json.loads(m.group(1)), out.stdout
 
 
 def _screenshot(html, profile, png) -> None:
@@ -62,8 +67,13 @@ def test_scenario_report_renders_every_plot(tmp_path):
                        "--json", timeout=240)
     assert proc.returncode == 0, proc.stderr
     files = json.loads(proc.stdout)
-    images = _images(out / "index.html", tmp_path / "profile")
+    images, dom = _render(out / "index.html", tmp_path / "profile")
     plots = {name for name, *_ in images}
+    # what the page tells the reader: the overhead as a share, the checkpoints binned,
+    # the strategies that fit nowhere with their reason
+    assert "in % of the useful compute" in dom and "checkpoints counted per" in dom
+    assert "Strategies with no feasible configuration" in dom
+    assert "filter parallelism over 256 GPUs &gt; 64 filters" in dom
     assert plots == {"breakdown", "ettr_interval", "checkpoint_cost", "timeline", "strategies"}
     assert len(files["plots"]) == len(images)
     for name, complete, width, height in each(images):
@@ -77,13 +87,16 @@ def test_scenario_report_renders_every_plot(tmp_path):
 def test_sweep_report_renders_every_plot(tmp_path, sweep_scenario):
     db = tmp_path / "r.db"
     proc = run_testbed("sweep", str(sweep_scenario), "--grid", f"checkpoint.interval={INTERVALS}",
-                       "--grid", "failures.mtbf=3h,6h", "-r", "20", "--store", str(db), "-q")
+                       "--grid", "failures.mtbf=3h,6h", "-r", "20", "--store", str(db), "-q",
+                       "--common-random-numbers")
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "report"
     proc = run_testbed("report", str(db), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
-    images = _images(out / "index.html", tmp_path / "profile")
-    assert {name for name, *_ in images} == {"sweep_ettr", "sweep_breakdown"}
+    images, dom = _render(out / "index.html", tmp_path / "profile")
+    assert {name for name, *_ in images} == {"sweep_ettr", "sweep_breakdown", "sweep_paired"}
+    assert "checkpoint.interval (min, as the grid gives it)" in dom   # the grid's unit
+    assert "Paired differences (common random numbers)" in dom
     for name, complete, width, height in each(images):
         assert complete and width > 300 and height > 200, name
     lines = (out / "points.csv").read_text().splitlines()

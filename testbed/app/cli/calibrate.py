@@ -17,7 +17,7 @@ from testbed.systems.profile import load_system, profile_path
               help="Records form: the calibrated profile to write.")
 @click.option("--force", is_flag=True, help="Records form: accept another machine's records.")
 @click.option("--dry-run", is_flag=True, help="Fit and report, do not write the profile.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def calibrate_cmd(measurements, system, base, output, force, dry_run, as_json) -> None:
     """Fit compute times, network efficiencies and strategy factors from a CSV of
     measured seconds per iteration, and write them into the profile's calibration block;

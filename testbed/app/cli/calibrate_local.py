@@ -2,9 +2,11 @@
 
 Runs the designed calibration set (:mod:`testbed.calibration.design`) with the
 harnesses, writes the records and a manifest to ``--records DIR`` (default
-``traces/measurements/<host>/``), fits a profile from the fitted part over ``--base``
-(default ``laptop-cpu``), and verifies it on the held-out part — configurations the
-fit never saw. ``--quick`` runs the seconds-long subset that CI runs.
+``calibration/<host>/`` under the current folder — a folder of the user's, never the
+package nor the shipped reference records under ``traces/measurements``, which are
+refused), fits a profile from the fitted part over ``--base`` (default
+``laptop-cpu``), and verifies it on the held-out part — configurations the fit never
+saw. ``--quick`` runs the few-minute subset that CI runs.
 """
 
 from __future__ import annotations
@@ -19,12 +21,29 @@ from testbed.app.cli.common import emit_json
 from testbed.errors import InputError
 from testbed.io.write import check_writable_target, write_json, write_text
 
-#: Where the records go by default (one folder per host).
-DEFAULT_ROOT = Path("traces") / "measurements"
+#: Where the records go by default (one folder per host, under the current folder).
+DEFAULT_ROOT = Path("calibration")
+
+
+def _protected() -> list[Path]:
+    """Folders calibrate-local never writes into: the installed packages and the shipped
+    reference measurements (``traces/measurements`` of the source tree)."""
+    import real_runs
+    import simulators
+    import testbed
+    packages = [Path(str(m.__file__)).resolve().parent
+                for m in (testbed, real_runs, simulators)]
+    return packages + [packages[0].parent / "traces" / "measurements"]
 
 
 def _records_dir(records: str | None) -> Path:
-    folder = Path(records) if records else DEFAULT_ROOT / socket.gethostname()
+    folder = Path(records) if records else Path.cwd() / DEFAULT_ROOT / socket.gethostname()
+    resolved = folder.resolve()
+    for root in _protected():
+        if resolved == root or root in resolved.parents:
+            raise InputError(f"is inside {root} (the package or the shipped reference "
+                             "records): give a folder of your own", source=str(folder),
+                             field="--records")
     if folder.exists() and not folder.is_dir():
         raise InputError("is not a folder", source=str(folder), field="--records")
     probe = folder
@@ -40,11 +59,11 @@ def _records_dir(records: str | None) -> Path:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="the calibrated profile to write")
 @click.option("--records", type=click.Path(file_okay=False), default=None,
-              help="folder for records and manifest (default traces/measurements/<host>/)")
+              help="folder for records and manifest (default ./calibration/<host>/)")
 @click.option("--base", default="laptop-cpu", show_default=True,
               help="profile to start from (name or YAML)")
-@click.option("--quick", is_flag=True, help="the seconds-long subset (what CI runs)")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--quick", is_flag=True, help="the few-minute subset (what CI runs)")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def calibrate_local_cmd(output, records, base, quick, as_json) -> None:
     """Measure this machine, fit a profile, verify it on configurations left out."""
     from real_runs.calibration_set import FIT_FILE, HOLDOUT_FILE, run_design

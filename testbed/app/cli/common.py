@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
 
@@ -71,6 +72,52 @@ def positive(value: int, option: str) -> int:
     if value is None or value <= 0:
         raise InputError(f"must be a positive integer, got {value}", source=option)
     return value
+
+
+def scenario_path(ref: str) -> Path:
+    """A scenario given as a path, or the name of a shipped scenario (``testbed
+    scenarios`` lists them): what every command taking a SCENARIO accepts."""
+    from testbed.io.packaged import named_file, names
+
+    p = Path(ref)
+    if p.exists() or "/" in ref or ref.endswith((".yaml", ".yml")):
+        return p
+    builtin = named_file("scenarios", ref)
+    if builtin is None:
+        raise InputError(f"no such scenario file or shipped scenario (shipped: "
+                         f"{', '.join(names('scenarios'))}; see `testbed scenarios`)",
+                         source=ref)
+    return builtin
+
+
+#: Modules of the optional ``frameworks`` extra.
+FRAMEWORK_MODULES = ("torch", "tensorflow", "chainer")
+FRAMEWORKS_EXTRA = "needs the 'frameworks' extra: pip install testbed[frameworks]"
+
+
+def missing_framework(exc: BaseException) -> str | None:
+    """The framework module whose absence raised ``exc`` (an ImportError), or None."""
+    if not isinstance(exc, ImportError):
+        return None
+    name = (exc.name or "").split(".")[0]
+    if not name:            # an error pickled back from a worker loses .name
+        text = str(exc)
+        name = next((m for m in FRAMEWORK_MODULES if f"'{m}" in text), "")
+    return name if name in FRAMEWORK_MODULES else None
+
+
+def require_framework(module: str, *, command: str) -> None:
+    """Refuse now, in one line naming the extra, a command that needs ``module``
+    (torch, tensorflow, chainer) where it is not installed, rather than fail with a
+    traceback in the middle of the run (or in every worker process)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise InputError(f"{FRAMEWORKS_EXTRA} ({module} is not installed)", source=command)
 
 
 def progress_enabled(quiet: bool, as_json: bool) -> bool:

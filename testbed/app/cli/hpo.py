@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import click
 
-from testbed.app.cli.common import emit_json, table
+from testbed.app.cli.common import emit_json, scenario_path, table
 from testbed.units import format_duration
 
 
@@ -23,8 +23,15 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def _summary_rows(s: dict) -> list[tuple[str, str]]:
-    rows = [("makespan", format_duration(s["makespan_s"])),
+def best_label(metric: str, mode: str) -> str:
+    """``best val_loss (lowest)``: the one definition of best, with its metric named
+    (see :mod:`testbed.app.hpo.best`)."""
+    return f"best {metric} ({'lowest' if mode == 'min' else 'highest'} of any epoch)"
+
+
+def _summary_rows(s: dict, metric: str = "value", mode: str = "min") -> list[tuple[str, str]]:
+    rows = [("metric", f"{metric} ({mode})"),
+            ("makespan", format_duration(s["makespan_s"])),
             ("utilisation", _pct(s["utilisation"])),
             ("idle slot-time", format_duration(s["idle_slot_s"])),
             ("lost to failures", format_duration(s["lost_to_failures_s"])),
@@ -35,14 +42,34 @@ def _summary_rows(s: dict) -> list[tuple[str, str]]:
                        f"{s['trials_cancelled']} cancelled")]
     if s.get("best_trial") is not None:
         cfg = ", ".join(f"{k}={v}" for k, v in (s.get("best_config") or {}).items())
-        rows.append(("best", f"trial {s['best_trial']} ({cfg}): {s['best_value']:.4g} "
-                             f"at {format_duration(s['best_t_s'])}"))
+        rows.append((best_label(metric, mode),
+                     f"{s['best_value']:.4g}: trial {s['best_trial']} ({cfg}) "
+                     f"at {format_duration(s['best_t_s'])}"))
     return rows
 
 
-def _echo_summary(title: str, s: dict) -> None:
+def echo_summary(title: str, s: dict) -> None:
+    """A titled table of an HPO summary (``to_dict()`` form, with ``metric`` and ``mode``)."""
     click.echo(title)
-    click.echo(table(["figure", "value"], _summary_rows(s), align="ll"))
+    click.echo(table(["figure", "value"],
+                     _summary_rows(s, s.get("metric", "value"), s.get("mode", "min")),
+                     align="ll"))
+
+
+def plan_title(sc, plan) -> str:
+    """One line: the search, the scheduler, the cluster and the seed of a planned sweep."""
+    return (f"{sc.name}: {plan.spec.search} search, {plan.spec.scheduler} on "
+            f"{plan.nodes} node(s) × {plan.gpus_per_node} GPU(s), "
+            f"{plan.spec.on_failure} (max {plan.spec.max_retries}), seed {plan.seed}")
+
+
+def _metric(path: str):
+    """The scenario's ``hpo.metric`` (name and mode)."""
+    from testbed.scenario.schema import load_scenario
+
+    sc = load_scenario(path)
+    assert sc.hpo is not None          # run_sweep refused a scenario without one
+    return sc.hpo.metric
 
 
 @click.group("hpo")
@@ -65,20 +92,19 @@ def simulate_cmd(scenario, seed, events_path, as_json) -> None:
     check_overrides(None, seed)
     if events_path is not None:
         check_writable_target(events_path, field="--events")
-    sc = load_scenario(scenario)
+    sc = load_scenario(scenario_path(scenario))
     plan = hpo_plan(sc, seed=seed)
     run = simulate_hpo(plan)
     if events_path is not None:
         write_text(events_path, run.log_text(), field="--events")
     out = {"scenario": sc.name, "seed": plan.seed, "scheduler": plan.spec.scheduler,
-           "search": plan.spec.search, "events_file": events_path, **run.summary.to_dict()}
+           "search": plan.spec.search, "events_file": events_path,
+           "metric": plan.spec.metric.name, "mode": plan.spec.metric.mode,
+           **run.summary.to_dict()}
     if as_json:
         emit_json(out)
         return
-    _echo_summary(f"{sc.name}: {plan.spec.search} search, {plan.spec.scheduler} on "
-                  f"{plan.nodes} node(s) × {plan.gpus_per_node} GPU(s), "
-                  f"{plan.spec.on_failure} (max {plan.spec.max_retries}), seed {plan.seed}",
-                  out)
+    echo_summary(plan_title(sc, plan), out)
     if events_path:
         click.echo(f"event log: {events_path}")
 
@@ -96,14 +122,19 @@ def simulate_cmd(scenario, seed, events_path, as_json) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def run_cmd(scenario, executor, workers, store_path, trace_path, seed, as_json) -> None:
     """Run SCENARIO's sweep for real (PyTorch CNN on scikit-learn's digits)."""
+    from testbed.app.cli.common import require_framework
     from testbed.app.hpo.driver import run_sweep
-    res = run_sweep(scenario, executor=executor, workers=workers, store_path=store_path,
+
+    require_framework("torch", command="hpo run")
+    path = str(scenario_path(scenario))
+    res = run_sweep(path, executor=executor, workers=workers, store_path=store_path,
                     trace_path=trace_path, seed=seed)
-    out = res.to_dict()
+    metric = _metric(path)
+    out = {**res.to_dict(), "metric": metric.name, "mode": metric.mode}
     if as_json:
         emit_json(out)
         return
-    _echo_summary(f"{res.name}: ran {res.ran} attempt(s) on {res.workers} {executor} "
+    echo_summary(f"{res.name}: ran {res.ran} attempt(s) on {res.workers} {executor} "
                   f"worker(s), {res.skipped} finished trial(s) kept from {store_path}"
                   f"{'' if not res.resumed else ' (resumed)'}", out)
     if trace_path:
@@ -116,17 +147,21 @@ def run_cmd(scenario, executor, workers, store_path, trace_path, seed, as_json) 
 def replay_cmd(trace, as_json) -> None:
     """Replay a recorded schedule trace in the simulator (measured per-trial times)."""
     from simulators.hpo.engine import simulate_hpo
+    from testbed.app.hpo.best import replayed_best
     from testbed.hpo.replay import replay_plan
     from testbed.hpo.trace import parse_trace, summarise
     from testbed.io.read import read_jsonl
 
     events = parse_trace(read_jsonl(trace), source=trace)
     plan = replay_plan(events, source=trace)
-    measured = summarise(events, mode=plan.spec.metric.mode)
-    replayed = simulate_hpo(plan).summary
+    mode = plan.spec.metric.mode
+    measured = summarise(events, mode=mode)
+    run = simulate_hpo(plan)
+    replayed = replayed_best(run.summary, list(run.events), events, mode)
     busy_s = measured.makespan_s - measured.outage_s     # a lost driver's outage is not replayed
     err = (replayed.makespan_s - busy_s) / busy_s if busy_s > 0 else 0.0
     out = {"trace": trace, **replayed.to_dict(), "measured": measured.to_dict(),
+           "metric": plan.spec.metric.name, "mode": mode,
            "measured_makespan_s": measured.makespan_s,
            "measured_outage_s": measured.outage_s, "makespan_error": err}
     if as_json:
@@ -134,8 +169,10 @@ def replay_cmd(trace, as_json) -> None:
         return
     click.echo(f"replay of {trace}: {plan.spec.scheduler} on {plan.slots} slot(s)")
     m, r = measured.to_dict(), replayed.to_dict()
+    name = plan.spec.metric.name
     click.echo(table(["figure", "measured", "replayed"],
-                     [(k, a, b) for (k, a), (_, b) in zip(_summary_rows(m), _summary_rows(r),
+                     [(k, a, b) for (k, a), (_, b) in zip(_summary_rows(m, name, mode),
+                                                          _summary_rows(r, name, mode),
                                                           strict=False)], align="lll"))
     if measured.outage_s > 0:
         click.echo(f"driver outage: {format_duration(measured.outage_s)} over "
@@ -145,13 +182,15 @@ def replay_cmd(trace, as_json) -> None:
 
 @hpo_group.command("report")
 @click.argument("source")
-@click.option("-o", "--out", "out_dir", default="report/hpo", show_default=True,
+@click.option("-o", "--output", "out_dir", default="report/hpo", show_default=True,
               help="Folder for index.html, PNG plots and CSV.")
 @click.option("--seed", type=int, help="Seed for a scenario (default: the scenario's).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def report_cmd(source, out_dir, seed, as_json) -> None:
     """Report of a scenario's simulated sweep or of a recorded trace (.jsonl)."""
     from testbed.app.report.hpo_report import write_hpo_report
+    if not source.endswith(".jsonl"):
+        source = str(scenario_path(source))
     files = write_hpo_report(source, out_dir, seed=seed)
     if as_json:
         emit_json(files.to_dict())

@@ -18,11 +18,11 @@ import click
 
 from testbed import __version__
 from testbed.errors import InputError, TestbedError
-from testbed.io.read import LIMIT_ENV
 
 #: Command name → (module under testbed/app/cli/, the click command in it).
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run_cmd"),
+    "scenarios": ("scenarios", "scenarios_cmd"),
     "simulate": ("simulate", "simulate_cmd"),
     "sweep": ("sweep", "sweep_cmd"),
     "report": ("report", "report_cmd"),
@@ -70,6 +70,7 @@ def cli(max_input_size: str | None, allow_code: bool) -> None:
         from testbed.resilience.policies import ALLOW_CODE_ENV
         os.environ[ALLOW_CODE_ENV] = "1"
     if max_input_size is not None:
+        from testbed.io.read import LIMIT_ENV  # the reader (and YAML) only when asked
         from testbed.units import parse_size_bytes
         size = parse_size_bytes(max_input_size, source="--max-input-size")
         if size <= 0:
@@ -93,6 +94,12 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="testbed", standalone_mode=False)
     except InputError as exc:
         fail(exc.format())
+    except ImportError as exc:     # a framework of the optional extra is not installed
+        from testbed.app.cli.common import FRAMEWORKS_EXTRA, missing_framework
+        module = missing_framework(exc)
+        if module is None:
+            raise
+        fail(f"{FRAMEWORKS_EXTRA} ({module} is not installed)")
     except TestbedError as exc:   # a failure that is not the input's fault: one line, exit 1
         click.echo(f"testbed: failed: {exc}", err=True)
         sys.exit(1)

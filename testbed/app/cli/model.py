@@ -90,16 +90,23 @@ def list_cmd(as_json: bool) -> None:
 @click.option("--dataset", default="ImageNet", show_default=True, help="Dataset| header")
 @click.option("--dataset-samples", default=1280000, show_default=True, type=int,
               help="samples on the Input| header")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a line")
 def export_cmd(name: str, output: str, input_shape: str | None, dataset: str,
-               dataset_samples: int) -> None:
+               dataset_samples: int, as_json: bool) -> None:
     """Write model NAME as a ParaDL .net file (atomically: temp file, then rename)."""
     if dataset_samples <= 0:
         raise InputError("must be a positive number of samples", field="--dataset-samples")
     target = check_writable_target(output, field="-o")
-    text = export_net(_model(name, input_shape), dataset=dataset,
-                      dataset_samples=dataset_samples)
+    model = _model(name, input_shape)
+    text = export_net(model, dataset=dataset, dataset_samples=dataset_samples)
     write_text(target, text, field="-o")
-    click.echo(f"wrote {target} ({text.count(chr(10)) - 3} layers)")
+    layers = text.count(chr(10)) - 3
+    if as_json:
+        emit_json({"model": model.name, "output": str(target), "layers": layers,
+                   "dataset": dataset, "dataset_samples": dataset_samples,
+                   "input_shape": "x".join(map(str, model.input_shape))})
+        return
+    click.echo(f"wrote {target} ({layers} layers)")
 
 
 def _model(name: str, input_shape: str | None) -> Model:

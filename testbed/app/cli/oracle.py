@@ -10,7 +10,7 @@ from testbed.oracle import MODES, STRATEGIES, Estimate, Request, estimate, resol
 from testbed.oracle.collectives import OPS, bus_factor
 from testbed.oracle.context import network_for
 from testbed.oracle.request import DEFAULT_SCHEDULE, SCHEDULES
-from testbed.oracle.state import PRECISIONS
+from testbed.oracle.state import OPTIMIZER_SLOTS, PRECISIONS
 from testbed.oracle.sweep import DEFAULT_MIN_BATCH_PER_GPU, DEFAULT_MIN_EFFICIENCY, sweep
 from testbed.resilience.ckpt_cost import TIERS, WRITERS
 from testbed.systems.profile import load_system
@@ -87,9 +87,12 @@ def oracle() -> None:
 @oracle.command("predict")
 @click.option("--system", required=True, help="System profile name or YAML path.")
 @click.option("--model", required=True, help="Zoo model name or ParaDL .net file.")
-@click.option("--strategy", required=True, type=Names(STRATEGIES, "strategy"))
-@click.option("--gpus", required=True, type=int)
-@click.option("--global-batch", required=True, type=int)
+@click.option("--strategy", required=True, type=Names(STRATEGIES, "strategy"),
+              help="How the model is split over the GPUs (df: data × filter, ds: data × "
+                   "spatial hybrids).")
+@click.option("--gpus", required=True, type=int, help="GPUs the job uses (all strategies).")
+@click.option("--global-batch", required=True, type=int,
+              help="Samples per training step over all GPUs.")
 @click.option("--group-size", type=int, help="GPUs per model-parallel group (df, ds).")
 @click.option("--input-shape", help="Per-sample shape, e.g. 3x224x224.")
 @click.option("--precision", default=None, type=Names(PRECISIONS, "precision", fold_case=True),
@@ -97,10 +100,13 @@ def oracle() -> None:
 @click.option("--input-precision", default=None,
               help="How input samples are stored: fp32, fp16, bf16, uint8, int8, int4, … "
                    "(default uint8, decoded images).")
-@click.option("--optimizer", default="momentum", show_default=True)
+@click.option("--optimizer", default="momentum", show_default=True,
+              help="Optimizer whose state is held per GPU and checkpointed: "
+                   + ", ".join(OPTIMIZER_SLOTS) + ".")
 @click.option("--checkpoint-writers", type=click.Choice(WRITERS), default="single",
               show_default=True, help="Who writes a replicated state.")
-@click.option("--checkpoint-tier", type=click.Choice(TIERS), default="pfs", show_default=True)
+@click.option("--checkpoint-tier", type=click.Choice(TIERS), default="pfs", show_default=True,
+              help="Storage tier the checkpoint is written to.")
 @click.option("--framework", default=None,
               help="Calibrated profiles: the framework whose fitted compute and checkpoint "
                    "storage apply (default: the profile's, calibration.records_fit.framework).")
@@ -164,17 +170,20 @@ def strategy_table(result, batch: int, top: int | None = None) -> str:
 
 
 @oracle.command("sweep")
-@click.option("--system", required=True)
-@click.option("--model", required=True)
+@click.option("--system", required=True, help="System profile name or YAML path.")
+@click.option("--model", required=True, help="Zoo model name or ParaDL .net file.")
 @click.option("--global-batch", "batches", type=int, multiple=True,
               help="Global batch size(s); repeat the option (default 256, 1024, 4096).")
-@click.option("--max-gpus", type=int, default=4096, show_default=True)
-@click.option("--group-size", type=int)
-@click.option("--input-shape")
+@click.option("--max-gpus", type=int, default=4096, show_default=True,
+              help="Largest GPU count tried (powers of two up to it).")
+@click.option("--group-size", type=int, help="GPUs per model-parallel group (df, ds).")
+@click.option("--input-shape", help="Per-sample shape, e.g. 3x224x224.")
 @click.option("--precision", default=None, type=Names(PRECISIONS, "precision", fold_case=True),
               help="Training precision (default: the system's usual one).")
 @click.option("--input-precision", default=None, help="How input samples are stored.")
-@click.option("--optimizer", default="momentum", show_default=True)
+@click.option("--optimizer", default="momentum", show_default=True,
+              help="Optimizer whose state is held per GPU: " + ", ".join(OPTIMIZER_SLOTS)
+                   + ".")
 @click.option("--min-batch-per-gpu", type=int, default=DEFAULT_MIN_BATCH_PER_GPU,
               show_default=True, help="Skip points where a replica sees fewer samples per step.")
 @click.option("--min-efficiency", type=float, default=DEFAULT_MIN_EFFICIENCY, show_default=True,
@@ -184,7 +193,7 @@ def strategy_table(result, batch: int, top: int | None = None) -> str:
 @click.option("--software", default=None,
               help="Software stack (default: the profile's; see oracle predict --software).")
 @click.option("--top", type=int, default=15, show_default=True, help="Rows per batch size.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precision,
               input_precision, optimizer, min_batch_per_gpu, min_efficiency, strategies, software,
               top, as_json) -> None:
@@ -220,16 +229,16 @@ def sweep_cmd(system, model, batches, max_gpus, group_size, input_shape, precisi
 
 @oracle.command("collective")
 @click.option("--system", required=True, help="System profile name or YAML path.")
-@click.option("--op", type=click.Choice(OPS), required=True)
+@click.option("--op", type=click.Choice(OPS), required=True, help="Collective operation.")
 @click.option("--bytes", "size", required=True,
               help="Message size as nccl-tests counts it, e.g. 1GiB, 64MB, 4096.")
-@click.option("--gpus", required=True, type=int)
+@click.option("--gpus", required=True, type=int, help="Ranks taking part.")
 @click.option("--stride", type=int, default=1, show_default=True,
               help="GPUs between consecutive ranks (1: fill nodes first).")
 @click.option("--model", default=None,
               help="Calibrated profiles: use this model's fitted network efficiencies "
                    "(default: the median over the measured models), as oracle predict does.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def collective_cmd(system, op, size, gpus, stride, model, as_json) -> None:
     """Time, algorithm bandwidth and bus bandwidth of one collective, as nccl-tests
     reports them (busbw = algbw × 2(n−1)/n all-reduce, (n−1)/n all-gather and
@@ -280,6 +289,7 @@ def collective_cmd(system, op, size, gpus, stride, model, as_json) -> None:
 def layers_cmd(system, model, batch, input_shape, precision, software, top, as_json) -> None:
     """Where one GPU's training step goes, layer by layer (the per-layer model: GEMMs on
     their roofline with tile waves, memory-bound kernels, the host's launches)."""
+    from testbed.oracle.device import software_stack
     from testbed.oracle.kernels import step_times
     from testbed.oracle.state import dtype_bytes
 
@@ -291,7 +301,7 @@ def layers_cmd(system, model, batch, input_shape, precision, software, top, as_j
                          f"gpu.gemm_efficiency, gpu.memory_bandwidth_GBps)", source="--system")
     mdl = resolve_model(model, shape_option(input_shape))
     prec = precision or sysp.gpu.training_precision
-    stack = sysp.software_stack(software)
+    stack = software_stack(sysp, software)
     t = step_times(mdl, batch, sysp.gpu, stack, prec, dtype_bytes(prec))
     rows: list[dict] = [{"layer": lyr.name, "kind": lyr.kind, "forward_s": float(f),
                          "backward_s": float(b)}
@@ -347,7 +357,7 @@ def ledger_cmd(system, as_json) -> None:
 @oracle.command("verify")
 @click.argument("measurements", type=click.Path(dir_okay=False))
 @click.option("--system", required=True, help="Profile to check (name or YAML path).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def verify_cmd(measurements, system, as_json) -> None:
     """Predicted vs measured seconds per iteration for every row of a measurement CSV
     (calibration format), with min(pred, meas)/max(pred, meas) accuracy; nothing is fitted."""

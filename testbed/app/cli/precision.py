@@ -121,10 +121,13 @@ def precision_study_cmd(dataset, target, precisions, seeds, framework, rounding,
 
     For baselines, confidence intervals, paired tests and a verdict on the claim, use
     `testbed study precision`."""
+    from testbed.app.cli.common import require_framework
+
+    chosen = parse_precisions(precisions, field="--precisions")
+    require_framework(framework, command="precision-study")
     from real_runs.precision.data import load_dataset
     from real_runs.precision.study import run_study
 
-    chosen = parse_precisions(precisions, field="--precisions")
     seed_list = _seeds(seeds)
     if plot:
         check_writable_target(plot, field="--plot")

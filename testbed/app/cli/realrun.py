@@ -13,8 +13,9 @@ from pathlib import Path
 import click
 
 from real_runs.harness import DEVICES, PRECISIONS
+from real_runs.method import Method as _Method
 from real_runs.slurm import RUN_KINDS as SLURM_RUN_KINDS
-from testbed.app.cli.common import Names, emit_json, key_values
+from testbed.app.cli.common import Names, emit_json, key_values, table
 from testbed.errors import InputError
 from testbed.io.write import check_writable_target
 from testbed.units import parse_duration_s, parse_shape
@@ -23,6 +24,8 @@ from testbed.units import parse_duration_s, parse_shape
 MAX_KEEP = 1000
 #: Most repetitions of a format benchmark (each saves and loads the whole state).
 MAX_REPEATS = 10_000
+#: The one measurement method's defaults (warm-up, rounds, steps per round).
+DEFAULT_METHOD = _Method()
 
 
 def _echo_table(rows: list[tuple[str, object]]) -> None:
@@ -90,13 +93,16 @@ def real_run() -> None:
 @click.option("--framework", required=True, help="torch, tensorflow or chainer")
 @click.option("--model", default="mlp", show_default=True, help="mlp, cnn, resnet or resnet18")
 @click.option("--steps", type=int, required=True, help="total training steps")
-@click.option("--checkpoint-every", type=int, default=5, show_default=True)
+@click.option("--checkpoint-every", type=int, default=5, show_default=True,
+              help="steps between checkpoints")
 @click.option("--keep", type=int, default=3, show_default=True, help="checkpoints kept")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="seed of the model, the data order and the kill plan")
 @click.option("--kill-mtbf", default=None, help="kill at exponential times, mean e.g. 20s")
 @click.option("--kill-trace", type=click.Path(dir_okay=False), default=None,
               help="JSONL kill trace (see traces/kill/)")
-@click.option("--max-kills", type=int, default=20, show_default=True)
+@click.option("--max-kills", type=int, default=20, show_default=True,
+              help="most kills the supervisor injects")
 @click.option("--ckpt-dir", type=click.Path(file_okay=False), default=None,
               help="checkpoint directory (default: a new temporary one)")
 @click.option("--timeline", type=click.Path(dir_okay=False), default=None,
@@ -104,7 +110,7 @@ def real_run() -> None:
 @click.option("--verify", is_flag=True, help="also run uninterrupted and compare bitwise")
 @click.option("--measurements", type=click.Path(dir_okay=False), default=None,
               help="append a measurement record (JSONL) here")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @model_options
 def train_cmd(framework, model, steps, checkpoint_every, keep, seed, kill_mtbf, kill_trace,
               max_kills, ckpt_dir, timeline, verify, measurements, as_json, **options) -> None:
@@ -147,24 +153,28 @@ def train_cmd(framework, model, steps, checkpoint_every, keep, seed, kill_mtbf, 
             summary, measured_at=utc_now(), run_id=f"{cfg.framework}-{cfg.model}-s{seed}-"
             f"{len(plan)}k-{directory.name}"))
     summary.pop("timeline_records", None)
+    for warning in summary.get("warnings", []):     # stderr, in both output modes
+        click.echo(f"testbed: warning: {warning}", err=True)
     if as_json:
         emit_json(summary)
     else:
         _echo_table([(k, summary[k]) for k in (
-            "framework", "model", "steps", "kills", "restarts", "lost_steps", "wall_time_s",
-            "checkpoints_committed", "checkpoint_aborts", "final_params_sha256",
-            "identical_to_uninterrupted", "timeline")] +
+            "framework", "model", "steps", "kills", "restarts", "checkpoint_restores",
+            "lost_steps", "wall_time_s", "checkpoints_committed", "checkpoint_aborts",
+            "final_params_sha256", "identical_to_uninterrupted", "timeline")] +
             [("corruptions_detected", len(summary["corruptions_detected"]))])
 
 
 @real_run.command("checkpoint-bench")
-@click.option("--framework", required=True)
-@click.option("--model", default="mlp", show_default=True)
-@click.option("--width", type=int, default=64, show_default=True)
-@click.option("--repeats", type=int, default=3, show_default=True)
+@click.option("--framework", required=True, help="torch, tensorflow or chainer")
+@click.option("--model", default="mlp", show_default=True, help="harness model (testbed model list)")
+@click.option("--width", type=int, default=64, show_default=True, help="model width")
+@click.option("--repeats", type=int, default=3, show_default=True,
+              help="saves and loads per format (the fastest is reported)")
 @click.option("--formats", default=None, help="comma-separated subset of the framework's formats")
-@click.option("--measurements", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--measurements", type=click.Path(dir_okay=False), default=None,
+              help="append the measurement records (JSONL) here")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def checkpoint_bench_cmd(framework, model, width, repeats, formats, measurements, as_json) -> None:
     """Save/load time and bytes on disk of each checkpoint format, vs predicted state size."""
     from real_runs.formats import run_bench_subprocess
@@ -192,52 +202,121 @@ def checkpoint_bench_cmd(framework, model, width, repeats, formats, measurements
                    f"{row['overhead_bytes']:>10}{row['save_s']:>10.4f}{row['load_s']:>10.4f}")
 
 
+def _int_list(value: str | None, option: str) -> list[int | None]:
+    """``"16,64"`` → ``[16, 64]`` (None: the option was not given)."""
+    if value is None:
+        return [None]
+    out: list[int | None] = []
+    for part in str(value).split(","):
+        part = part.strip()
+        if not part.lstrip("-").isdigit() or len(part) > 12:
+            raise InputError(f"{part!r} is not a whole number (give one, or a list such as "
+                             "16,64)", source=option)
+        out.append(int(part))
+    if len(out) > 64:
+        raise InputError("at most 64 values per option", source=option)
+    return out
+
+
 @real_run.command("profile")
-@click.option("--framework", required=True)
-@click.option("--model", default="mlp", show_default=True)
-@click.option("--steps", type=int, default=20, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--framework", required=True, help="torch, tensorflow or chainer")
+@click.option("--model", default="mlp", show_default=True, help="harness model (testbed model list)")
+@click.option("--batch-size", default=None,
+              help="samples per step and process, or a list (16,64): every combination "
+                   "with --width and --depth is profiled (default 16)")
+@click.option("--width", default=None, help="model width, or a list (default: the model's)")
+@click.option("--depth", default=None, help="layers / stages / blocks, or a list")
+@click.option("--input-shape", default=None, help="per-sample input, e.g. 3x32x32")
+@click.option("--precision", type=Names(PRECISIONS, "precision"), default=None,
+              help="training precision (default fp32)")
+@click.option("--device", type=Names(DEVICES, "device"), default=None,
+              help="cuda: PyTorch on the first visible GPU")
+@click.option("--steps", type=int, default=None,
+              help=f"timed steps per round (default {DEFAULT_METHOD.steps})")
+@click.option("--rounds", type=int, default=None,
+              help=f"rounds of timed steps, round-robin over the configurations; the figure "
+                   f"is the median of the round medians (default {DEFAULT_METHOD.rounds})")
+@click.option("--warmup", type=int, default=None,
+              help=f"steps run first and not timed (default {DEFAULT_METHOD.warmup})")
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of the model and data")
 @click.option("--processes", type=int, default=1, show_default=True,
               help="N > 1: gloo data parallelism over N local processes (PyTorch)")
-@click.option("--measurements", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "as_json", is_flag=True)
-@model_options
-def profile_cmd(framework, model, steps, seed, processes, measurements, as_json,
-                **options) -> None:
-    """Per-step forward/backward/update times, per-layer times and peak memory."""
+@click.option("--gradient-sync", type=click.Choice(["after-backward", "buckets"]),
+              default="after-backward", show_default=True,
+              help="data parallel: one all-reduce after backward, or DistributedDataParallel's "
+                   "buckets overlapped with backward")
+@click.option("--measurements", type=click.Path(dir_okay=False), default=None,
+              help="append the measurement records (JSONL) here")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def profile_cmd(framework, model, batch_size, width, depth, steps, rounds, warmup, seed,
+                processes, gradient_sync, measurements, as_json, **options) -> None:
+    """Step times by the one measurement method (warm-up, rounds, median of the round
+    medians, wall clock) — the method calibrate-local fits on — with the forward/backward/
+    update split, per-layer times and peak memory; lists profile every combination."""
     from real_runs.env import PROCESSES_PER_CPU, max_local_processes
-    from real_runs.profile import profile_run
+    from real_runs.method import Method
+    from real_runs.profile import profile_grid
     most = max_local_processes()
     if not 1 <= processes <= most:
         raise InputError(f"must be in 1…{most} on this machine ({PROCESSES_PER_CPU} per CPU)",
                          field="--processes")
     if measurements:
         check_writable_target(measurements, field="--measurements")
-    cfg = _run_config(framework, model, steps, seed, 0, 1, processes, **options)
-    report = profile_run(cfg, processes=processes)
+    method = Method(warmup=DEFAULT_METHOD.warmup if warmup is None else warmup,
+                    rounds=DEFAULT_METHOD.rounds if rounds is None else rounds,
+                    steps=DEFAULT_METHOD.steps if steps is None else steps,
+                    budget_s=1e9).checked()
+    grid = [(b, w, d) for b in _int_list(batch_size, "--batch-size")
+            for w in _int_list(width, "--width") for d in _int_list(depth, "--depth")]
+    total = method.warmup + method.rounds * method.steps
+    cfgs = [_run_config(framework, model, total, seed, 0, 1, processes, batch_size=b,
+                        width=w, depth=d, **options) for b, w, d in grid]
+    sync = gradient_sync.replace("-", "_")
+    reports = profile_grid(cfgs, processes=processes, method=method,
+                           gradient_sync=sync if processes > 1 else None)
     if measurements:
-        from real_runs.records import step_records, train_config, utc_now
-        from testbed.measurements import make_record
-        env = report["env"]
-        config = train_config(cfg.to_dict(), processes, "gloo" if processes > 1 else "none")
-        steps_recs = [make_record("train_step", env=env, config=config, step=i + 1,
-                                  metrics=_step_metrics(t, processes))
-                      for i, t in enumerate(report["timings"])]
-        _write_records(measurements, steps_recs + step_records(
-            report["result"], measured_at=utc_now(), source="testbed real-run profile",
-            processes=processes, backend="gloo" if processes > 1 else "none"))
-    report.pop("result", None)
+        _write_records(measurements, [r for rep in reports for r in _profile_records(
+            rep, processes, sync)])
+    for report in reports:
+        report.pop("result", None)
     if as_json:
-        emit_json(report)
+        emit_json(reports[0] if len(reports) == 1 else reports)
+    elif len(reports) == 1:
+        _echo_table(sorted((k, v) for k, v in reports[0]["summary"].items()))
     else:
-        _echo_table(sorted((k, v) for k, v in report["summary"].items()))
+        click.echo(table(["batch", "width", "depth", "step", "spread over rounds", "jitter"],
+                         [(r["config"]["batch_size"], r["config"]["width"], r["config"]["depth"],
+                           f"{r['summary']['step_s'] * 1e3:.3f} ms",
+                           f"{r['summary']['step_round_lo_s'] * 1e3:.3f}–"
+                           f"{r['summary']['step_round_hi_s'] * 1e3:.3f} ms",
+                           f"{r['summary']['step_jitter_s'] * 1e3:.3f} ms") for r in reports],
+                         align="rrrrrr"))
 
 
-def _step_metrics(timing: list[float], processes: int) -> dict:
+def _profile_records(report: dict, processes: int, sync: str) -> list:
+    """The records of one profiled configuration: one ``train_step`` per timed step,
+    then the ``train_summary`` (and ``layer_times``) of the method's figure."""
+    from real_runs.records import step_records, train_config, utc_now
+    from testbed.measurements import make_record
+    backend = "gloo" if processes > 1 else "none"
+    grad = sync if processes > 1 else None
+    config = train_config(report["config"], processes, backend, grad)
+    walls = report["wall_s"] or [sum(t) for t in report["timings"]]
+    steps = [make_record("train_step", env=report["env"], config=config, step=i + 1,
+                         method={**report["method"], "rounds": 1, "samples_per_round": 1,
+                                 "statistic": "single"},
+                         metrics=_step_metrics(t, w, processes))
+             for i, (t, w) in enumerate(zip(report["timings"], walls, strict=False))]
+    return steps + step_records(report["result"], measured_at=utc_now(),
+                                source="testbed real-run profile", processes=processes,
+                                backend=backend, gradient_sync=grad)
+
+
+def _step_metrics(timing: list[float], wall_s: float, processes: int) -> dict:
     if processes > 1:
         return {"step_s": timing[0], "allreduce_s": timing[1]}
     f, b, u = timing
-    return {"step_s": f + b + u, "forward_s": f, "backward_s": b, "update_s": u}
+    return {"step_s": max(wall_s, 1e-7), "forward_s": f, "backward_s": b, "update_s": u}
 
 
 @real_run.command("slurm")
@@ -263,12 +342,13 @@ def _step_metrics(timing: list[float], processes: int) -> dict:
 @click.option("--checkpoint-every", type=int, default=10, show_default=True,
               help="steps between checkpoints")
 @click.option("--profile-steps", type=int, default=20, show_default=True,
-              help="train: steps of the step-time profile after the run")
+              help="train: timed steps per round of the step-time profile after the run "
+                   "(the one measurement method: its warm-up, then its rounds)")
 @click.option("--width", type=int, default=None, help="train: the model's width")
 @click.option("--batch-size", type=int, default=None, help="train: samples per step")
 @click.option("--kill-trace", default=None,
               help="train: JSONL kill plan of the whole run (path on the cluster)")
-@click.option("--design", type=click.Choice(["quick", "full", "gpu"]), default=None,
+@click.option("--design", type=click.Choice(["smoke", "quick", "full", "gpu"]), default=None,
               help="calibration: the design measured (default gpu on GPUs, full on CPUs)")
 @click.option("--scenario", default=None, help="hpo: the scenario whose hpo: section runs")
 @click.option("--hpo-workers", type=int, default=None,

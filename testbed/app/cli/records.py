@@ -31,7 +31,7 @@ def records_group() -> None:
 @click.argument("csv_path", metavar="CSV", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="the JSONL record file to write")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def import_paradl_cmd(csv_path: str, output: str, as_json: bool) -> None:
     """Turn the ParaDL/ABCI calibration CSV into measurement records."""
     from testbed.calibration.records import import_paradl
@@ -47,7 +47,7 @@ def import_paradl_cmd(csv_path: str, output: str, as_json: bool) -> None:
 
 @records_group.command("check")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def check_cmd(files: tuple[str, ...], as_json: bool) -> None:
     """Validate record files: schema version, kinds, fields, finite numbers."""
     from testbed.calibration.records import load_records
@@ -82,6 +82,10 @@ def calibrate_records(records: tuple[str, ...], base: str | None, output: str | 
     if output is None and not dry_run:
         raise InputError("give -o PROFILE.yaml (or --dry-run)", field="-o")
     target = check_writable_target(output, field="-o") if output else None
+    records = tuple(p for p in records if not _held_out(p))
+    if not records:
+        raise InputError("every record file given is a hold-out set: give the fit records "
+                         "(e.g. fit.jsonl)")
     result = fit_records(load_records(list(records)), load_calibrated(base), force=force)
     if target is not None and not dry_run:
         write_text(target, result.text, field="-o")
@@ -96,6 +100,21 @@ def calibrate_records(records: tuple[str, ...], base: str | None, output: str | 
     if result.models is not None:
         click.echo(f"models: {result.models.line()}")
     click.echo("dry run: profile not written" if written is None else f"wrote {written}")
+
+
+def _held_out(path: str) -> bool:
+    """Whether ``path`` is the hold-out set of a calibration folder (``holdout.jsonl``
+    beside the folder's ``MANIFEST.json`` or ``parts.log``, as ``calibrate-local`` and the
+    sbatch job write them): fitting on it would make the verify that follows in sample,
+    so it is left out, saying so (``FOLDER/*.jsonl`` as a shell expands it includes it)."""
+    from testbed.calibration.design import HOLDOUT_FILE, MANIFEST_FILE
+    p = Path(path)
+    if p.name != HOLDOUT_FILE or not any((p.parent / name).exists()
+                                         for name in (MANIFEST_FILE, "parts.log")):
+        return False
+    click.echo(f"testbed: note: {path} left out: it is the hold-out set of its calibration "
+               "folder (verify the profile with it)", err=True)
+    return True
 
 
 def _summary(result) -> None:

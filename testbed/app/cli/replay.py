@@ -67,7 +67,19 @@ def replay(timeline: str, system: str) -> dict:
            "measured": meas.to_dict() if meas else None,
            "kill_times_s": list(schedule.kill_times_s),
            "schedule_wall_s": schedule.total_s}
+    # the wall time's parts: useful (every step once), checkpoint writes, lost (steps
+    # re-done, aborted writes), restarts, and the first process's start-up
+    useful = plan.steps * costs.step_s
+    out["predicted_split_s"] = {
+        "startup_s": schedule.start_s, "useful_s": useful, "checkpoint_s": pred.checkpoint_s,
+        "lost_s": max(pred.wall_time_s - schedule.start_s - useful - pred.checkpoint_s
+                      - pred.restart_s, 0.0),
+        "restart_s": pred.restart_s}
     if meas is not None:
+        out["measured_split_s"] = {
+            "checkpoint_s": meas.checkpoint_s, "restart_s": meas.restart_s,
+            "startup_useful_lost_s": max(meas.wall_time_s - meas.checkpoint_s
+                                         - meas.restart_s, 0.0)}
         out["wall_time_accuracy"] = round(accuracy(pred.wall_time_s, meas.wall_time_s), 4)
     return out
 
@@ -90,6 +102,14 @@ def run_replay(timeline: str, system: str | None, as_json: bool) -> None:
                      "-" if m is None else fmt(m)))
     click.echo(f"replay of {out['run']} ({out['steps']} steps, checkpoint every "
                f"{out['checkpoint_every']}, {len(out['kills'])} kill(s)) on {out['profile']}")
+    split, msplit = out["predicted_split_s"], out.get("measured_split_s") or {}
+    for key in ("startup_s", "useful_s", "lost_s"):
+        rows.append((f"  {key.removesuffix('_s').replace('startup', 'start-up')} time",
+                     format_duration(split[key]), "-"))
+    if msplit:
+        rows.append(("  start-up + useful + lost",
+                     format_duration(split["startup_s"] + split["useful_s"] + split["lost_s"]),
+                     format_duration(msplit["startup_useful_lost_s"])))
     click.echo(table(["figure", "predicted", "measured"], rows, align="lrr"))
     if "wall_time_accuracy" in out:
         click.echo(f"wall-time accuracy min/max: {out['wall_time_accuracy']:.3f}")

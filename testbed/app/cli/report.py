@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from testbed.app.cli.common import emit_json
+from testbed.app.cli.common import emit_json, scenario_path
 from testbed.app.progress import wanted
 from testbed.errors import InputError
 
@@ -26,13 +26,16 @@ from testbed.errors import InputError
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def report_cmd(source, out_dir, sweep_id, as_json, quiet) -> None:
-    """Write an HTML report (PNG plots, CSV) of a results database or a scenario."""
+    """Write an HTML report (PNG plots, CSV) of a results database or a scenario (a file
+    or a shipped scenario's name; an HPO scenario gets the HPO report)."""
     from testbed.app.report import build_report, report_from_store
     from testbed.app.report.common import check_report_target
     from testbed.app.sweep.studies import run_scenario
     from testbed.scenario.schema import load_scenario
 
     path = Path(source)
+    if not path.exists() and not path.suffix:
+        path = scenario_path(source)           # a shipped scenario by name
     if not path.is_file():
         raise InputError("no such file", source=source)
     if path.suffix.lower() in (".yaml", ".yml"):
@@ -40,7 +43,11 @@ def report_cmd(source, out_dir, sweep_id, as_json, quiet) -> None:
             raise InputError("--sweep applies to a results database", source="--sweep")
         sc = load_scenario(path)
         check_report_target(out_dir)
-        files = build_report(out_dir, run_scenario(sc, progress=wanted(quiet, as_json)))
+        if sc.hpo is not None and sc.workload is None:      # as `testbed run` does
+            from testbed.app.report.hpo_report import write_hpo_report
+            files = write_hpo_report(str(path), out_dir)
+        else:
+            files = build_report(out_dir, run_scenario(sc, progress=wanted(quiet, as_json)))
     else:
         files = report_from_store(path, out_dir, sweep_id=sweep_id)
     if as_json:

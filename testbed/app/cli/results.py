@@ -73,7 +73,7 @@ def results_group() -> None:
 @results_group.command("export")
 @click.argument("database")
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv",
-              show_default=True)
+              show_default=True, help="File format of the export.")
 @click.option("-o", "--output", required=True, help="File to write.")
 @click.option("--sweep", "sweep_id", help="Only this sweep (id or prefix).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

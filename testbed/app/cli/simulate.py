@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import io
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import click
 
-from simulators.run import event_log, simulate
-from testbed.app.cli.common import Names, emit_json, table
-from testbed.app.progress import Progress, wanted
-from testbed.app.resolve import resolve
-from testbed.app.resolve.runaway import refuse_stepwise
-from testbed.events import write_events
-from testbed.io.write import check_writable_target, write_text
-from testbed.outcomes import SimSummary
-from testbed.resilience.spec import ENGINES
-from testbed.stats import MeanCI
+from testbed.app.cli.common import emit_json, table
 from testbed.units import format_duration
+
+if TYPE_CHECKING:      # the simulator, the resolver and numpy load when a run starts
+    from testbed.outcomes import SimSummary
+    from testbed.stats import MeanCI
 
 
 def run_simulation(scenario, replications: int | None = None, seed: int | None = None,
@@ -31,6 +27,13 @@ def run_simulation(scenario, replications: int | None = None, seed: int | None =
                    progress: bool = False) -> SimSummary:
     """Resolve and simulate a loaded scenario; optionally write replication 0's event log
     (its target is checked before anything runs)."""
+    from simulators.run import event_log, simulate
+    from testbed.app.progress import Progress
+    from testbed.app.resolve import resolve
+    from testbed.app.resolve.runaway import refuse_stepwise
+    from testbed.events import write_events
+    from testbed.io.write import check_writable_target, write_text
+
     if events_path is not None:
         check_writable_target(events_path, field="--events")
     spec = resolve(scenario)
@@ -147,12 +150,23 @@ def _print_ops(st) -> None:
         click.echo(table(["cluster operations", "mean per run"], rows, align="lr"))
 
 
+def _engine_name(ctx: click.Context, param: click.Parameter, value: str | None
+                 ) -> str | None:
+    """``--engine``, checked against the simulator's engines when given (their names
+    load with the simulator, not with ``--help``)."""
+    if value is None:
+        return None
+    from testbed.app.cli.common import Names
+    from testbed.resilience.spec import ENGINES
+    return Names(ENGINES, "engine").convert(value, param, ctx)
+
+
 @click.command("simulate")
 @click.argument("scenario", required=False)
 @click.option("--replications", "-r", type=int, help="Replications (default: the scenario's).")
 @click.option("--seed", type=int, help="Run seed (default: the scenario's).")
-@click.option("--engine", type=Names(ENGINES, "engine"),
-              help="fast exact path (default) or the step-by-step SimPy engine.")
+@click.option("--engine", callback=_engine_name,
+              help="fast exact path (default) or the step-by-step SimPy engine (simpy).")
 @click.option("--events", "events_path", help="Write replication 0's event log (JSONL) here.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -168,6 +182,7 @@ def simulate_cmd(scenario, replications, seed, engine, events_path, as_json, qui
         return run_replay(replay_run, system, as_json)
     if scenario is None:
         raise click.UsageError("missing argument SCENARIO (or --replay-run TIMELINE)")
+    from testbed.app.progress import wanted
     from testbed.scenario.schema import check_overrides, load_scenario
 
     check_overrides(replications, seed)

@@ -1,12 +1,18 @@
 """``testbed study …``: the studies the testbed is built from, rerun as commands.
 
-``testbed study checkpoint`` (checkpoint formats, sizes, save/load against ``dd``,
-writers 1…N, the oracle beyond this machine, deterministic restart) and ``testbed
-study precision`` (reduced-precision inputs against baselines, with bootstrap intervals
-and paired tests). Each prints its tables and its claims with a verdict — supported,
-contradicted or undecided by the data — and with ``-o DIR`` writes PNG plots and
-CSV/JSON files; ``--quick`` is a small version that runs in seconds to a minute.
-Frameworks are imported by the child processes, never when the CLI loads.
+* ``checkpoint``: checkpoint formats, sizes, save/load against ``dd``, writers 1…N,
+  the oracle beyond this machine, deterministic restart;
+* ``precision``: reduced-precision inputs against baselines, with bootstrap intervals
+  and paired tests;
+* ``oracle``: the oracle's accuracy per strategy and model against measured records
+  (ParaDL's ABCI runs or the testbed's own), fitted and held-out rows apart;
+* ``hpo-scaling``: HPO makespan, speed-up and efficiency against nodes and GPUs per
+  trial, simulated through the sweep machinery and measured on local workers.
+
+Each prints its tables and its claims with a verdict — supported, contradicted or
+undecided by the data — and with ``-o DIR`` writes PNG plots and CSV/JSON files;
+``--quick`` (checkpoint, precision) is a small version that runs in seconds to a
+minute. Frameworks are imported by the child processes, never when the CLI loads.
 """
 
 from __future__ import annotations
@@ -279,3 +285,163 @@ def _emit_precision(study, files, as_json: bool) -> None:
     if files:
         click.echo(f"\noutputs: {files.out_dir} ({len(files.plots)} plots, "
                    f"{len(files.data)} data files)")
+
+
+@study_group.command("oracle", short_help="The oracle study: accuracy per strategy and model "
+                     "against measured runs.")
+@click.argument("records", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--profile", metavar="NAME|FILE", help="Calibrated profile that predicts the "
+              "records (default abci-v100 for ParaDL records; required for others, e.g. "
+              "traces/measurements/vm/profile.yaml).")
+@click.option("--holdout", type=click.Choice(["by-gpus", "loo", "none"]), default="by-gpus",
+              show_default=True, help="How fitted ParaDL runs are re-predicted by a refit "
+              "that has not seen them: by-gpus (fit ≤ --max-fit-gpus, predict the larger "
+              "runs), loo (leave each run out; about a minute), none (the profile as is).")
+@click.option("--max-fit-gpus", type=int, default=8, show_default=True,
+              help="by-gpus: the largest run (GPUs) the refit sees.")
+@click.option("--target", type=float, default=0.8674, show_default=True,
+              help="The claim's average accuracy (ParaDL's 86.74%, Kahira et al. HPDC'21).")
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
+              help="Write plots (PNG) and data (CSV, JSON) to this folder.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def oracle_cmd(records, profile, holdout, max_fit_gpus, target, out_dir, as_json) -> None:
+    """Score the oracle against measured RECORDS (ParaDL CSV or .jsonl; default the
+    shipped ABCI runs) per strategy and model, fitted and held out apart; verdict."""
+    from testbed.app.cli.verify import simulate_replay
+    from testbed.app.study.oracle import OracleOptions, run_oracle_study
+    if not records:
+        records = (_default_paradl_csv(),)
+    opts = OracleOptions(records=tuple(records), profile=profile, holdout=holdout,
+                         max_fit_gpus=max_fit_gpus, target=target)
+    if out_dir:
+        from testbed.app.report.common import check_report_target
+        check_report_target(out_dir)
+    study = run_oracle_study(opts, simulate=simulate_replay)
+    files = None
+    if out_dir:
+        from testbed.app.study.oracle_tables import write_oracle_outputs
+        files = write_oracle_outputs(study, out_dir)
+    _emit_oracle(study, files, as_json)
+
+
+def _default_paradl_csv() -> str:
+    """The shipped ABCI/ParaDL runs (``../shared/data/abci-paradl/calibration.csv``)."""
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[3]
+    path = repo.parent / "shared" / "data" / "abci-paradl" / "calibration.csv"
+    if not path.is_file():
+        raise InputError("give the record files or ParaDL CSV to score (the ABCI runs of "
+                         "../shared/data/abci-paradl are not at hand)", field="RECORDS")
+    return str(path)
+
+
+def _emit_oracle(study, files, as_json: bool) -> None:
+    from testbed.app.cli.common import emit_json, table
+    from testbed.app.study import oracle_tables as t
+    from testbed.app.study.ckpt_tables import verdict_lines
+    if as_json:
+        emit_json({**study.to_dict(), "outputs": files.to_dict() if files else None})
+        return
+    click.echo(f"Oracle vs measurement ({study.mode} mode): profile {study.profile}, "
+               f"{study.records} record(s), {len(study.rows)} prediction(s), "
+               f"{study.not_covered} not covered")
+    click.echo(f"fit set: {study.fit_set}; hold-out: {study.holdout}")
+    click.echo("metric: ParaDL's accuracy = mean of min(pred, meas)/max(pred, meas); "
+               "1−|err| = mean of 1 − |pred − meas|/meas\n")
+    click.echo("Training steps per strategy and model")
+    click.echo(table(*t.accuracy_table(study)))
+    other = t.other_table(study)
+    if other[1]:
+        click.echo("\nOther quantities the profile predicts")
+        click.echo(table(*other))
+    worst = t.worst_table(study)
+    if worst[1]:
+        click.echo("\nWorst held-out predictions")
+        click.echo(table(*worst))
+    click.echo("\nClaim")
+    click.echo("\n".join(f"  {line}" for line in verdict_lines(study.claims)))
+    if study.notes:
+        click.echo("\n".join(f"note: {n}" for n in study.notes))
+    if files:
+        click.echo(f"\noutputs: {files.out_dir} ({len(files.plots)} plots, "
+                   f"{len(files.data)} data files)")
+
+
+@study_group.command("hpo-scaling", short_help="The HPO scaling study: makespan, speed-up, "
+                     "efficiency vs nodes.")
+@click.argument("scenario", required=False)
+@click.option("--nodes", metavar="LIST", help="Node counts to simulate (default 1,2,4,8,16).")
+@click.option("--gpus-per-trial", metavar="LIST", help="GPUs each trial holds (default 1, 2, "
+              "4, 8 up to the GPUs per node).")
+@click.option("--replications", "-r", type=int, help="Replications per point (default 1; "
+              "more for scenarios with sampled failures).")
+@click.option("--seed", type=int, help="Seed (default hpo.seed, else simulation.seed).")
+@click.option("--min-efficiency", type=float, help="Efficiency that counts as near-linear "
+              "(default 0.8).")
+@click.option("--no-measure", is_flag=True, help="Skip the real trials (simulation only, "
+              "about a second).")
+@click.option("--executor", type=click.Choice(["local", "mpi"]), default="local",
+              show_default=True, help="Workers of the real sweeps: a local process pool, or "
+              "MPI ranks (the study starts mpiexec -n W+1 python -m mpi4py.futures).")
+@click.option("--workers", metavar="LIST", help="Worker counts of the real sweeps "
+              "(default 1,2).")
+@click.option("--measure-trials", type=int, help="Equal real trials per measured sweep "
+              "(default 4).")
+@click.option("--measure-epochs", type=int, help="Epochs of each real trial (default 3).")
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False),
+              help="Write the plot (PNG) and data (CSV, JSON) to this folder.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def hpo_scaling_cmd(scenario, nodes, gpus_per_trial, replications, seed, min_efficiency,
+                    no_measure, executor, workers, measure_trials, measure_epochs, out_dir,
+                    as_json, quiet) -> None:
+    """Makespan, speed-up and efficiency of SCENARIO's HPO sweep (default
+    scenarios/hpo-cifar-grid.yaml) vs nodes and GPUs per trial: simulated through the
+    sweep machinery, measured with real trials on 1…W local workers; verdict."""
+    from testbed.app.study.hpo_scaling import (
+        DEFAULT_SCENARIO,
+        HpoScalingOptions,
+        run_hpo_scaling_study,
+        steps_of,
+    )
+    from testbed.scenario.schema import check_overrides
+    check_overrides(None, seed)
+    path = scenario or _default_hpo_scenario(DEFAULT_SCENARIO)
+    given = {"nodes": counts(nodes, "--nodes"),
+             "gpus_per_trial": counts(gpus_per_trial, "--gpus-per-trial"),
+             "replications": replications, "seed": seed,
+             "min_efficiency": min_efficiency, "workers": counts(workers, "--workers"),
+             "measure_trials": measure_trials, "measure_epochs": measure_epochs}
+    opts = replace(HpoScalingOptions(scenario=str(path), measure=not no_measure,
+                                     executor=executor),
+                   **{k: v for k, v in given.items() if v is not None})
+    if out_dir:
+        from testbed.app.report.common import check_report_target
+        check_report_target(out_dir)
+    with Progress(steps_of(opts), unit="part", desc="study hpo-scaling",
+                  enabled=wanted(quiet, as_json)) as bar:
+        study = run_hpo_scaling_study(opts, progress=lambda _what: bar.update())
+    files = None
+    if out_dir:
+        from testbed.app.study.hpo_report import write_hpo_scaling_outputs
+        files = write_hpo_scaling_outputs(study, out_dir)
+    if as_json:
+        from testbed.app.cli.common import emit_json
+        emit_json({**study.to_dict(), "outputs": files.to_dict() if files else None})
+        return
+    from testbed.app.study.hpo_report import summary_text
+    click.echo(summary_text(study), nl=False)
+    if files:
+        click.echo(f"\noutputs: {files.out_dir} ({len(files.plots)} plots, "
+                   f"{len(files.data)} data files)")
+
+
+def _default_hpo_scenario(relative: str) -> str:
+    """The repository's HPO scenario (from the working folder, else the checkout)."""
+    from pathlib import Path
+    if Path(relative).is_file():
+        return relative
+    repo_path = Path(__file__).resolve().parents[3] / relative
+    if not repo_path.is_file():
+        raise InputError(f"give an HPO scenario ({relative} is not at hand)", field="SCENARIO")
+    return str(repo_path)

@@ -13,14 +13,70 @@ import sys
 
 import click
 
-from testbed.app.cli.common import Names, emit_json, table
+from testbed.app.cli.common import Names, emit_json, scenario_path, table
 from testbed.app.progress import wanted
+from testbed.errors import InputError
 from testbed.resilience.spec import ENGINES
 from testbed.units import format_duration
 
 
 def _fmt_params(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items()) or "(base scenario)"
+
+
+#: Grid keys whose value the file's rules tie to another key (a fixed-interval policy;
+#: exactly one of a job and a per-node MTBF), and the axis that would make the edit valid.
+_TIED = {"checkpoint.interval": "checkpoint.every_steps=null",
+         "checkpoint.every_steps": "checkpoint.interval=null",
+         "failures.mtbf": "failures.node_mtbf=null",
+         "failures.node_mtbf": "failures.mtbf=null"}
+
+
+def _hint(key: str, data: dict, overrides: dict) -> str:
+    """The grid axis that makes the edit valid: the fixed policy an interval needs, or
+    the key the file gives that the grid's key excludes, set to null."""
+    raw = data.get("checkpoint")
+    ck: dict = raw if isinstance(raw, dict) else {}
+    if key.startswith("checkpoint.") and "checkpoint.policy" not in overrides and \
+            ck.get("policy", "fixed") != "fixed":
+        return "checkpoint.policy=fixed"
+    return _TIED[key]
+
+
+def check_grid_like_file(path: str, grid) -> None:
+    """Refuse a grid point that the same edit written in the file would make invalid.
+
+    A grid value means what the same text in the file means, and is refused where the
+    file would be: ``--grid checkpoint.interval=1h`` on a Daly scenario is refused (the
+    file says ``'interval' applies to policy 'fixed' only``) instead of quietly turning
+    the scenario into a fixed-interval one. The error names the grid option, the value
+    and the key, and says which axis to add (``--grid checkpoint.policy=fixed``).
+    """
+    from testbed.app.sweep.grid import apply_implications, apply_overrides, expand, parse_grid
+    from testbed.errors import ScenarioError
+    from testbed.io.read import load_yaml
+    from testbed.scenario.schema import scenario_from_dict
+
+    axes = parse_grid(list(grid))
+    tied = [a for a in axes if a.key in _TIED]
+    if not tied:
+        return
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        return                                  # plan_sweep reports the file itself
+    for overrides in expand(axes):
+        data = apply_overrides(doc.data, overrides)
+        if apply_implications(apply_overrides(doc.data, overrides), overrides) == data:
+            continue
+        try:
+            scenario_from_dict(data, source=path, lines=doc.lines)
+        except ScenarioError as exc:
+            axis = next((a for a in tied if exc.field and (exc.field == a.key or
+                         a.key.startswith(exc.field + "."))), tied[0])
+            text = axis.texts[axis.values.index(overrides[axis.key])]
+            raise InputError(f"{exc.message} (as in the scenario file; add "
+                             f"--grid {_hint(axis.key, data, overrides)})",
+                             source=f"--grid {axis.key}={text}", field=exc.field) from None
 
 
 @click.command("sweep")
@@ -42,7 +98,9 @@ def _fmt_params(params: dict) -> str:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def sweep_cmd(scenario, grid, replications, seed, engine, executor, workers, store_path,
               common, as_json, quiet) -> None:
-    """Simulate SCENARIO at every point of the --grid cross product, into --store."""
+    """Simulate SCENARIO (a file or a shipped scenario's name) at every point of the
+    --grid cross product, into --store. A grid value is read and checked as the same
+    text in the file would be."""
     from testbed.app.results_db import Store
     from testbed.app.sweep import aggregate, plan_sweep, run_sweep
     from testbed.app.sweep.executors import require_mpi_launch, worker_count
@@ -52,7 +110,9 @@ def sweep_cmd(scenario, grid, replications, seed, engine, executor, workers, sto
         require_mpi_launch("sweep")
     elif workers is not None:
         worker_count(workers, 1)       # refused before the store exists
-    plan = plan_sweep(scenario, grid, replications=replications, seed=seed, engine=engine,
+    path = str(scenario_path(scenario))
+    check_grid_like_file(path, grid)
+    plan = plan_sweep(path, grid, replications=replications, seed=seed, engine=engine,
                       common_seed=common)
     with Store(store_path) as store:
         try:

@@ -20,7 +20,7 @@ def traces() -> None:
 
 @traces.command("check")
 @click.argument("trace")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def check_cmd(trace, as_json) -> None:
     """Validate a trace in the testbed CSV format (time_s,node,cause,repair_s)."""
     from testbed.traces import load_trace
@@ -44,7 +44,8 @@ def check_cmd(trace, as_json) -> None:
 @click.argument("event_trace")
 @click.option("-o", "--output", required=True, help="Testbed CSV trace to write.")
 @click.option("--platform-id", type=int, help="Keep only this FTA platform_id.")
-def import_fta_cmd(event_trace, output, platform_id) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def import_fta_cmd(event_trace, output, platform_id, as_json) -> None:
     """Convert a Failure Trace Archive event_trace table into the testbed CSV format
     (written atomically: a failed import leaves no file behind)."""
     from testbed.traces import import_fta_event_trace, write_trace
@@ -53,4 +54,8 @@ def import_fta_cmd(event_trace, output, platform_id) -> None:
     rows = import_fta_event_trace(_read(event_trace), source=event_trace,
                                   platform_id=platform_id)
     write_trace(rows, check_writable_target(output, field="-o"), field="-o")
+    if as_json:
+        emit_json({"source": event_trace, "output": output, "platform_id": platform_id,
+                   "failures": len(rows), "nodes": len({r.node for r in rows})})
+        return
     click.echo(f"wrote {len(rows)} failures to {output}")

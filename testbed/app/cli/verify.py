@@ -15,6 +15,7 @@ from __future__ import annotations
 import click
 
 from testbed.app.cli.common import emit_json, table
+from testbed.errors import InputError
 from testbed.io.write import atomic_write, check_writable_target
 
 
@@ -55,13 +56,33 @@ def scatter_plot(path: str, report) -> None:
     plt.close(fig)
 
 
-def run_verify(profile: str, records: tuple[str, ...], holdout: str):
-    """Load, predict and score (shared with ``calibrate-local``)."""
+def check_out_of_sample(fit, record_set, holdout: str, in_sample: bool) -> None:
+    """Refuse record files the profile was fitted on (their SHA-256 is among the fit's
+    ``inputs``) when nothing is held out of a refit: their scores would be in sample and
+    flatter the profile. ``--in-sample`` scores them anyway (saying so); ``--holdout
+    loo|by-batch|by-model`` refits without what it predicts, so it may use them."""
+    if fit is None or holdout != "none" or in_sample:
+        return
+    fitted = {f.sha256: f.path for f in fit.inputs}
+    for f in record_set.files:
+        if f.sha256 in fitted:
+            raise InputError(
+                f"the profile was fitted on these records (same SHA-256 as its input "
+                f"{fitted[f.sha256]}): a verify of them is in sample — give held-out records "
+                "(e.g. holdout.jsonl), --holdout loo|by-batch|by-model, or --in-sample",
+                source=f.path)
+
+
+def run_verify(profile: str, records: tuple[str, ...], holdout: str, in_sample: bool = False):
+    """Load, predict and score (shared with ``calibrate-local``); refuses in-sample
+    record files unless asked (:func:`check_out_of_sample`)."""
     from testbed.calibration.profile import load_calibrated
     from testbed.calibration.records import load_records
     from testbed.calibration.verify import verify
     prof = load_calibrated(profile)
-    return verify(load_records(list(records)), prof.system, prof.fit, holdout=holdout,
+    record_set = load_records(list(records))
+    check_out_of_sample(prof.fit, record_set, holdout, in_sample)
+    return verify(record_set, prof.system, prof.fit, holdout=holdout,
                   simulate=simulate_replay, profile_name=prof.system.name)
 
 
@@ -69,10 +90,15 @@ def print_report(report) -> None:
     rows = []
     for name, q in sorted(report.quantities.items()):
         rho = "-" if q.rank_correlation is None else f"{q.rank_correlation:.3f}"
-        rows.append((name, q.n, f"{q.accuracy:.3f}", f"{q.mape_pct:.1f}%", rho))
+        rows.append((name, q.n, f"{q.accuracy:.3f}", f"{q.mape_pct:.1f}%", rho, q.flagged))
     click.echo(f"{report.profile}: {report.records} record(s), hold-out {report.holdout}, "
                f"{report.not_covered} not covered by the profile")
-    click.echo(table(["quantity", "n", "accuracy", "MAPE", "rank corr."], rows, align="lrrrr"))
+    click.echo(table(["quantity", "n", "accuracy", "MAPE", "rank corr.", "flagged"], rows,
+                     align="lrrrrr"))
+    if any(q.flagged for q in report.quantities.values()):
+        click.echo("flagged: predictions beyond their fit (a precision fall-back, a batch "
+                   "outside the fitted ones, a model from the law, an unmeasured process "
+                   "count); --json lists each one's basis")
     worst = sorted(report.rows, key=lambda r: r.accuracy)[:5]
     if worst:
         click.echo("\nworst cases")
@@ -90,12 +116,16 @@ def print_report(report) -> None:
               help="what to leave out of a refit before predicting it")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="write a predicted-vs-measured scatter plot (PNG) here")
-@click.option("--json", "as_json", is_flag=True)
-def verify_cmd(profile, records, holdout, plot_path, as_json) -> None:
-    """Predict every record with PROFILE and report the accuracy per quantity."""
+@click.option("--in-sample", is_flag=True,
+              help="score records the profile was fitted on (refused otherwise: in-sample "
+                   "scores flatter it)")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def verify_cmd(profile, records, holdout, plot_path, in_sample, as_json) -> None:
+    """Predict every record with PROFILE and report the accuracy per quantity. Records
+    the profile was fitted on are refused unless --in-sample or a --holdout refit."""
     if plot_path:
         check_writable_target(plot_path, field="--plot")
-    report = run_verify(profile, records, holdout)
+    report = run_verify(profile, records, holdout, in_sample)
     if plot_path and report.rows:
         scatter_plot(plot_path, report)
     if as_json:

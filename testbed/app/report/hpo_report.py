@@ -153,7 +153,9 @@ def utilisation_plot(path: Path, curve: Sequence[tuple[float, int]], slots: int,
     _save(fig, path)
 
 
-def best_plot(path: Path, summary: HpoSummary, metric: str, title: str) -> None:
+def best_plot(path: Path, summary: HpoSummary, metric: str, mode: str, title: str) -> None:
+    """The running best of the named metric (see :mod:`testbed.app.hpo.best`): a step
+    curve that only falls (``min``) or only rises (``max``), the better way marked."""
     plt = _plt()
     div, unit = _axis(summary.makespan_s or 1.0)
     fig, ax = plt.subplots(figsize=(9, 3.6))
@@ -164,7 +166,8 @@ def best_plot(path: Path, summary: HpoSummary, metric: str, title: str) -> None:
         ax.step(xs, ys, where="post", color="#4C9F70")
         ax.plot(xs[:-1], ys[:-1], "o", color="#4C9F70", markersize=3)
     ax.set_xlabel(f"time ({unit})")
-    ax.set_ylabel(f"best {metric} so far")
+    ax.set_ylabel(f"best {metric} so far ({'lower' if mode == 'min' else 'higher'} "
+                  "is better)")
     ax.set_title(title)
     _save(fig, path)
 
@@ -201,7 +204,8 @@ def write_hpo_report(source: str, out_dir: str, *, seed: int | None = None) -> R
         gantt(tmp / "gantt.png", bars, summary.slots, "Trials on workers")
         utilisation_plot(tmp / "utilisation.png", curve, summary.slots, summary.makespan_s,
                          "Utilisation over time")
-        best_plot(tmp / "best_so_far.png", summary, metric, "Best value found against time")
+        best_plot(tmp / "best_so_far.png", summary, metric, mode,
+                  f"Best {metric} found against time")
         write_csv(tmp / "attempts.csv", ["trial", "attempt", "start_s", "end_s", "slots",
                                          "outcome", "from_epoch", "to_epoch"],
                   [(b.trial, b.attempt, b.start_s, b.end_s, " ".join(map(str, b.slots)),
@@ -210,11 +214,14 @@ def write_hpo_report(source: str, out_dir: str, *, seed: int | None = None) -> R
                   [list(p) for p in summary.best_so_far])
         page = Page(title, f"{summary.trials} trials on {summary.slots} GPU slot(s); "
                            f"makespan {format_duration(summary.makespan_s)}.")
-        page.table(["figure", "value"], _rows(summary))
+        page.table(["figure", "value"], _rows(summary, metric, mode))
         page.figure("gantt.png", "Trials on workers (one row per GPU slot; colour: how the "
                     "attempt ended)", "gantt")
         page.figure("utilisation.png", "Share of GPU slots busy over time", "utilisation")
-        page.figure("best_so_far.png", f"Best {metric} reported so far", "best_so_far")
+        page.figure("best_so_far.png", f"Best {metric} reported so far — the "
+                    f"{'lowest' if mode == 'min' else 'highest'} value of any epoch of any "
+                    f"trial up to each time, so it only "
+                    f"{'falls' if mode == 'min' else 'rises'}", "best_so_far")
         page.files(["attempts.csv", "best_so_far.csv"])
         write_text(tmp / "index.html", page.render())
     plots = tuple(final / n for n in ("gantt.png", "utilisation.png", "best_so_far.png"))
@@ -222,8 +229,8 @@ def write_hpo_report(source: str, out_dir: str, *, seed: int | None = None) -> R
                        (final / "attempts.csv", final / "best_so_far.csv"))
 
 
-def _rows(s: HpoSummary) -> list[tuple[str, str]]:
-    rows = [("makespan", format_duration(s.makespan_s)),
+def _rows(s: HpoSummary, metric: str = "value", mode: str = "min") -> list[tuple[str, str]]:
+    rows = [("metric", f"{metric} ({mode})"), ("makespan", format_duration(s.makespan_s)),
             ("utilisation", f"{100 * s.utilisation:.1f}%"),
             ("idle slot-time", format_duration(s.idle_slot_s)),
             ("lost to failures", format_duration(s.lost_to_failures_s)),
@@ -231,5 +238,8 @@ def _rows(s: HpoSummary) -> list[tuple[str, str]]:
             ("trials completed / failed / cancelled",
              f"{s.trials_completed} / {s.trials_failed} / {s.trials_cancelled}")]
     if s.best_trial is not None:
-        rows.append(("best", f"trial {s.best_trial}: {s.best_value:.4g}"))
+        word = "lowest" if mode == "min" else "highest"
+        rows.append((f"best {metric} ({word} of any epoch)",
+                     f"{s.best_value:.4g}: trial {s.best_trial} at "
+                     f"{format_duration(s.best_t_s or 0.0)}"))
     return rows

@@ -80,11 +80,14 @@ def _breakdown(r: _Report, s: SimSummary, study: IntervalStudy | None) -> None:
                          "Where the time goes (mean per run)")
     r.csv("breakdown.csv", ["run", *BREAKDOWN_KEYS],
           [(lab, *[b[k] for k in BREAKDOWN_KEYS]) for lab, b in zip(labels, bds, strict=True)])
+    share = sum(plots.overhead_shares(bds[0]).values())
     r.page.heading("Where the time goes")
     r.page.figure("breakdown.png", "Mean wall time per run split into useful compute, "
                   "checkpoints, work lost to failures, restarts and waiting for nodes: the "
                   "scenario and each interval of the study below (multiples of "
-                  + (study.base if study else "the interval") + ").", "breakdown")
+                  + (study.base if study else "the interval") + "). Top: the whole run; "
+                  "bottom: the overhead alone, in % of the useful compute, on its own axis "
+                  f"(the scenario's: {100 * share:.2f}% of useful compute).", "breakdown")
 
 
 def _interval_plot(r: _Report, s: SimSummary, study: IntervalStudy | None) -> None:
@@ -189,27 +192,57 @@ def _timeline(r: _Report, run: ScenarioRun) -> None:
     r.data.append(write_text(r.out / "events.jsonl", buf.getvalue()))
     n_fail = sum(1 for ev in events if ev["event"] == "failure")
     n_ck = sum(1 for ev in events if ev["event"] == "checkpoint_commit")
+    end = max((float(ev["t_s"]) for ev in events), default=0.0)
+    binned = n_ck > plots.TIMELINE_BINS // 2
     r.page.figure("timeline.png", f"Replication 0: {n_fail} failure(s), {n_ck} committed "
-                  "checkpoint(s); training kept (green) and lost (red), checkpoints, "
-                  "restarts and waits.", "timeline")
+                  "checkpoint(s); training kept (green) and lost (red), restarts and waits; "
+                  + (f"checkpoints counted per {format_duration(end / plots.TIMELINE_BINS)} "
+                     "(bar height: commits in that span)" if binned
+                     else "each checkpoint where it was written") + ".", "timeline")
+
+
+def infeasible_strategies(comparison: OracleComparison) -> list[tuple[str, int, str]]:
+    """(strategy, GPUs, reason) of each strategy with no feasible configuration at the
+    comparison's batch: the reason at the largest GPU count tried (the configuration
+    closest to fitting), not one of the degenerate points the sweep skips."""
+    feasible = {e.strategy for e in comparison.best_per_strategy}
+    worst: dict[str, tuple[int, str]] = {}
+    for e in comparison.result.infeasible:
+        if e.strategy in feasible or e.global_batch != comparison.global_batch:
+            continue
+        reason = e.reason or "infeasible"
+        skipped = reason.startswith("skipped")
+        have = worst.get(e.strategy)
+        if have is None or (have[1].startswith("skipped") and not skipped) or \
+                (e.gpus > have[0] and not skipped):
+            worst[e.strategy] = (e.gpus, reason)
+    return [(s, g, why) for s, (g, why) in sorted(worst.items())]
 
 
 def _strategies(r: _Report, comparison: OracleComparison) -> None:
     keys = ("strategy", "gpus", "samples_per_s", "time_per_iteration_s", "bottleneck",
             "memory_per_gpu_bytes")
     rows = [{k: getattr(e, k) for k in keys} for e in comparison.best_per_strategy]
-    if not rows:
+    bad = infeasible_strategies(comparison)
+    if not rows and not bad:
         return
     r.page.heading("Parallel strategies (oracle)")
-    plots.strategies(r.plot("strategies.png"), rows, "Best configuration of each strategy")
-    r.csv("strategies.csv", list(keys), [[row[k] for k in keys] for row in rows])
+    plots.strategies(r.plot("strategies.png"), rows, "Best configuration of each strategy",
+                     infeasible=bad)
+    r.csv("strategies.csv", [*keys, "infeasible_reason"],
+          [[row[k] for k in keys] + [""] for row in rows]
+          + [[s, g, None, None, None, None, why] for s, g, why in bad])
     r.page.figure("strategies.png", "Samples per second of each strategy's best "
-                  "configuration, with its bottleneck, from the analytical oracle.",
-                  "strategies")
+                  "configuration, with its bottleneck, from the analytical oracle"
+                  + (f"; {len(bad)} strategies have no configuration that fits, each with "
+                     "its reason" if bad else "") + ".", "strategies")
     r.page.table(["strategy", "GPUs", "time/iteration", "samples/s", "bottleneck"],
                  [(x["strategy"], x["gpus"], format_duration(x["time_per_iteration_s"]),
                    f"{x['samples_per_s']:,.0f}", x["bottleneck"])
                   for x in sorted(rows, key=lambda x: -x["samples_per_s"])])
+    if bad:
+        r.page.heading("Strategies with no feasible configuration")
+        r.page.table(["strategy", "GPUs", "why"], [(s, g, why) for s, g, why in bad])
 
 
 def build_report(out_dir: str | Path, run: ScenarioRun) -> ReportFiles:

@@ -36,7 +36,7 @@ from testbed.app.resolve.oracle import (
     oracle_estimate,
     oracle_request,
 )
-from testbed.app.resolve.paths import relative_path
+from testbed.app.resolve.paths import relative_path, scenario_errors
 from testbed.app.resolve.runaway import expected_failures, refuse_runaway
 from testbed.app.resolve.sources import scenario_system
 from testbed.errors import Infeasible, InputError
@@ -90,21 +90,20 @@ def resolve(sc: Scenario) -> SimSpec:
     completed with the scenario's file and the line of its key, so it always says where
     it is.
     """
-    try:
+    with scenario_errors(sc):
         return _resolve(sc)
-    except Infeasible:
-        raise
-    except InputError as exc:
-        if sc.source and exc.field and exc.source in (None, sc.source) and exc.line is None:
-            raise sc.error(exc.message, exc.field) from None
-        raise
 
 
 def _resolve(sc: Scenario) -> SimSpec:
-    if sc.workload is None:
-        raise sc.error("a simulation needs a 'workload' (compute_time or steps)", "workload")
+    if sc.workload is None:     # completed with the scenario's file and line by resolve()
+        raise InputError("a simulation needs a 'workload' (compute_time or steps)",
+                         field="workload")
     system = scenario_system(sc)
     nodes = _nodes(sc, system)
+    # what fails and how the cluster answers, from the scenario alone; then what the
+    # job and its checkpoints cost (the oracle, the storage)
+    model = failure_model(sc, nodes)
+    life = lifecycle(sc, nodes)
     work_s, step_s, steps, est = _work(sc, sc.workload)
     ck = sc.checkpoint
     state = ck.state
@@ -114,8 +113,6 @@ def _resolve(sc: Scenario) -> SimSpec:
         state = est.state_bytes
     cost, load, terms = checkpoint_costs(sc, nodes, state, system,
                                          est if ck.state is None else None)
-    model = failure_model(sc, nodes)
-    life = lifecycle(sc, nodes)
     lv = levels(sc, cost, load)
     if not model.lose_work and lv:
         raise sc.error("a job that loses no work at a failure needs no checkpoints: set "

@@ -22,25 +22,6 @@ if TYPE_CHECKING:                 # annotations only: the oracle loads when it r
     from testbed.oracle.estimate import Estimate
 
 
-def _storage_bandwidths(sc: Scenario, system: SystemProfile | None
-                        ) -> tuple[float, float, float | None, float | None]:
-    """(PFS write, PFS read, per-node write, per-node read) in bytes/s: the scenario's
-    ``storage`` section over the system profile's."""
-    st = sc.storage
-    store = system.storage if system is not None else None
-
-    def pick(own, profile):
-        return own if own else profile
-    write = pick(st and st.pfs_write_bandwidth, store.pfs_write_bandwidth_Bps if store else None)
-    read = pick(st and st.pfs_read_bandwidth, store.pfs_read_bandwidth_Bps if store else None)
-    node_w = pick(st and st.node_write_bandwidth, store.pfs_per_node_Bps if store else None)
-    node_r = pick(st and st.node_read_bandwidth, store.pfs_per_node_Bps if store else None)
-    if write is None or read is None:
-        raise sc.error("no storage bandwidth: give storage.pfs_write_bandwidth and "
-                       "pfs_read_bandwidth, or a system profile", "storage")
-    return write, read, node_w, node_r
-
-
 def _physics_cost(sc: Scenario, nodes: int, state: int, system: SystemProfile,
                   est: Estimate | None) -> dict:
     """The checkpoint's cost terms from the storage physics of the system profile: the
@@ -73,8 +54,20 @@ def checkpoint_costs(sc: Scenario, nodes: int, state: int | None,
         terms = _physics_cost(sc, nodes, state, system, est)
         return (terms["write_s"] if cost is None else cost,
                 terms["read_s"] if load is None else load, terms)
-    write, read, node_w, node_r = _storage_bandwidths(sc, system)
-    meta = sc.storage.metadata_per_writer if sc.storage else 0.0
+    # the scenario's storage section, each bandwidth it leaves out from the profile's
+    st, store = sc.storage, system.storage if system is not None else None
+    write = (st.pfs_write_bandwidth if st else None) or (
+        store.pfs_write_bandwidth_Bps if store else None)
+    read = (st.pfs_read_bandwidth if st else None) or (
+        store.pfs_read_bandwidth_Bps if store else None)
+    node_w = (st.node_write_bandwidth if st else None) or (
+        store.pfs_per_node_Bps if store else None)
+    node_r = (st.node_read_bandwidth if st else None) or (
+        store.pfs_per_node_Bps if store else None)
+    if not write or not read:
+        raise sc.error("no storage bandwidth: give storage.pfs_write_bandwidth and "
+                       "pfs_read_bandwidth, or a system profile", "storage")
+    meta = st.metadata_per_writer if st else 0.0
     if cost is None:
         cost = pfs_transfer_s(state, nodes, write, node_w, meta)
     if load is None:

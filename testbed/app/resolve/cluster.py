@@ -81,6 +81,17 @@ class GuardedPolicy:
                              field="cluster.host_selection") from None
 
 
+def _host_policy(sc: Scenario) -> GuardedPolicy | None:
+    """The user's host-selection function a ``module:function`` reference names (None:
+    a built-in policy)."""
+    ref = sc.cluster.host_selection
+    if ":" not in ref:
+        return None
+    from testbed.resilience.policies import load_policy
+    return GuardedPolicy(load_policy(ref, source=sc.source, field="cluster.host_selection"),
+                         ref, sc.source)
+
+
 def lifecycle(sc: Scenario, nodes: int) -> Lifecycle:
     """The scenario's cluster operations (pools, costs, repairs, diagnosis, nodes)."""
     cl = sc.cluster
@@ -89,12 +100,6 @@ def lifecycle(sc: Scenario, nodes: int) -> Lifecycle:
         key = "cluster.standbys" if cl.standbys else "cluster.spare_pool"
         raise sc.error("warm standbys and a spare pool need a finite working pool: give "
                        "'spares' (idle nodes) or 'working_pool'", key)
-    policy_fn = None
-    if ":" in cl.host_selection:
-        from testbed.resilience.policies import load_policy
-        policy_fn = GuardedPolicy(load_policy(cl.host_selection, source=sc.source,
-                                              field="cluster.host_selection"),
-                                  cl.host_selection, sc.source)
     rep, ret, f = cl.repairs, cl.retirement, sc.failures
     per_node = f is not None and f.node_mtbf is not None
     for key, given in (("cluster.bad_nodes", cl.bad_nodes),
@@ -105,7 +110,6 @@ def lifecycle(sc: Scenario, nodes: int) -> Lifecycle:
         standbys=cl.standbys, spares=idle, spare_pool=cl.spare_pool,
         swap=_drawn(cl.costs.swap), host_selection=_drawn(cl.costs.host_selection),
         preemption=_drawn(cl.costs.preemption), host_policy=cl.host_selection,
-        host_policy_fn=policy_fn,
         automatic=RepairStage(_drawn(rep.automatic.duration), rep.automatic.silent_failure)
         if rep else None,
         manual=RepairStage(_drawn(rep.manual.duration), rep.manual.silent_failure)
@@ -124,4 +128,5 @@ def lifecycle(sc: Scenario, nodes: int) -> Lifecycle:
             window=WindowRule(ret.window.failures, ret.window.within) if ret.window else None,
             score=ScoreRule(ret.score.initial, ret.score.penalty, ret.score.increment,
                             ret.score.period, ret.score.threshold) if ret.score else None,
-            combine=ret.combine))
+            combine=ret.combine),
+        host_policy_fn=_host_policy(sc))

@@ -15,14 +15,17 @@ within :data:`MAX_HPO_EVENTS`, naming the key to change.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from testbed.app.resolve.failures import failure_model
 from testbed.app.resolve.sources import csv_rows, jsonl_records
 from testbed.errors import InputError, RunawayError
-from testbed.hpo.plan import HpoPlan, HpoSources, build_plan
 from testbed.scenario.hpo import MAX_TRIALS, PYCOMPSS_RETRIES
 from testbed.scenario.schema import Scenario
 from testbed.units import format_duration
+
+if TYPE_CHECKING:      # the HPO core loads when a plan is asked for, not with every scenario
+    from testbed.hpo.plan import HpoPlan, HpoSources
 
 #: Most attempts and node failures one simulated sweep may expect: a million trials
 #: (``MAX_TRIALS``) with PyCOMPSs' two retries each; the simulator runs about 20,000
@@ -32,6 +35,7 @@ MAX_HPO_EVENTS = MAX_TRIALS * (1 + PYCOMPSS_RETRIES)
 
 def hpo_sources(sc: Scenario) -> HpoSources:
     """The rows of the files the scenario's ``hpo:`` section names."""
+    from testbed.hpo.plan import HpoSources
     spec = sc.hpo
     if spec is None:
         return HpoSources()
@@ -48,6 +52,7 @@ def hpo_sources(sc: Scenario) -> HpoSources:
 
 def hpo_plan(sc: Scenario, *, seed: int | None = None, slots: int | None = None) -> HpoPlan:
     """The scenario's HPO plan (``slots``: a real pool of that many workers on one node)."""
+    from testbed.hpo.plan import build_plan
     if sc.hpo is None:
         raise sc.error("the scenario has no 'hpo' section", "hpo")
     model = None

@@ -20,19 +20,10 @@ from testbed.scenario.schema import Scenario
 if TYPE_CHECKING:                 # the oracle's model is imported when it is asked
     from testbed.oracle.estimate import Estimate
     from testbed.oracle.sweep import SweepResult
-from testbed.units import parse_shape
 
 #: Global batch and GPU count of the strategy comparison when a scenario gives no
 #: parallelism (a typical data-parallel batch on one node).
 DEFAULT_COMPARISON_BATCH = 256
-
-
-def _input_shape(sc: Scenario) -> tuple[int, ...] | None:
-    shape = sc.model.input_shape if sc.model else None
-    if isinstance(shape, str):
-        with at(sc, "model.input_shape"):
-            return parse_shape(shape)
-    return tuple(shape) if shape is not None else None
 
 
 def oracle_request(sc: Scenario, *, field: str = "workload.steps") -> Request:
@@ -46,7 +37,8 @@ def oracle_request(sc: Scenario, *, field: str = "workload.steps") -> Request:
     w = sc.workload
     with at(sc, "model"):
         from testbed.oracle import resolve_model
-        model = resolve_model(m.name, _input_shape(sc))
+        # a written shape ("3x224x224") is read by the zoo, its errors at model.input_shape
+        model = resolve_model(m.name, m.input_shape)
         return Request(model=model, system=system, strategy=p.strategy, gpus=p.gpus,
                        global_batch=p.global_batch, group_size=p.group_size,
                        precision=m.precision, optimizer=m.optimizer,
@@ -105,7 +97,7 @@ def oracle_comparison(sc: Scenario) -> OracleComparison | None:
         from testbed.oracle import resolve_model
         from testbed.oracle.estimate import estimate
         from testbed.oracle.sweep import sweep
-        model = resolve_model(sc.model.name, _input_shape(sc))
+        model = resolve_model(sc.model.name, sc.model.input_shape)
         # every strategy's best configuration, however far behind the fastest: the
         # comparison shows what each costs (the sweep's efficiency floor is for ranking)
         result = sweep(model, system, [batch], max_gpus=max_gpus,

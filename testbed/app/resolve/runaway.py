@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 from testbed.errors import RunawayError
-from testbed.io.schema import line_for
 from testbed.resilience.plan import JobPlan
 from testbed.resilience.spec import RunLimits, SimSpec
 from testbed.scenario.schema import Scenario
@@ -70,7 +69,8 @@ def refuse_runaway(sc: Scenario, plan: JobPlan, mtbf_s: float, restart_s: float,
                    limits: RunLimits, replications: int | None = None) -> None:
     """Refuse, before simulating, a job that cannot finish in reasonable time: more
     expected failures per replication than the cap, or over all replications more than
-    :data:`MAX_TOTAL_FAILURES`, or an expected wall time beyond the simulated-time cap."""
+    :data:`MAX_TOTAL_FAILURES`, or an expected wall time beyond the simulated-time cap.
+    The error names the key to change; :func:`testbed.app.resolve.resolve` adds its line."""
     n = expected_failures(plan, mtbf_s, restart_s,
                           sc.failures.lose_work if sc.failures else True)
     wall_s = n * mtbf_s if math.isfinite(n) else math.inf
@@ -86,8 +86,7 @@ def refuse_runaway(sc: Scenario, plan: JobPlan, mtbf_s: float, restart_s: float,
             f", restart "
             f"{format_duration(restart_s)}); checkpoint more often, restart faster or "
             f"simulate fewer replications (limits: simulation.max_failures, "
-            f"simulation.max_simulated_time)", source=sc.source, field=where,
-            line=line_for(sc.lines, where))
+            f"simulation.max_simulated_time)", source=sc.source, field=where)
 
 
 def refuse_stepwise(spec: SimSpec, *, engine: str, events: bool, option: str | None = None

@@ -27,8 +27,9 @@ def scenario_system(sc: Scenario) -> SystemProfile | None:
 
 def named_system(sc: Scenario) -> SystemProfile:
     """The profile of the scenario's ``system:`` (which the caller knows is given)."""
+    ref = system_ref(sc)
     with at(sc, "system"):
-        return load_system(system_ref(sc))
+        return load_system(ref)
 
 
 def trace_rows(sc: Scenario, ref: str, field: str) -> list[TraceRow]:

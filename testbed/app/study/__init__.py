@@ -10,5 +10,10 @@ CSV/JSON files.
 * :mod:`~testbed.app.study.checkpoint` — checkpoint formats, sizes, save/load against
   ``dd``, writers 1…N, the oracle's projection to a cluster, deterministic restart;
 * :mod:`~testbed.app.study.precision` — reduced-precision inputs against baselines,
-  with bootstrap intervals, paired tests and learning curves.
+  with bootstrap intervals, paired tests and learning curves;
+* :mod:`~testbed.app.study.oracle` — the oracle's accuracy per strategy and model against
+  measured runs (ParaDL's metric), fitted and held-out rows kept apart;
+* :mod:`~testbed.app.study.hpo_scaling` — HPO makespan, speed-up and efficiency against
+  nodes and GPUs per trial, simulated through the sweep machinery and measured on real
+  workers.
 """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 from testbed.app.study.ckpt_results import (
     PHASE_LABELS,
@@ -17,7 +18,7 @@ from testbed.app.study.ckpt_results import (
     RestartRow,
     ScalingRow,
 )
-from testbed.app.study.verdict import Verdict
+from testbed.app.study.verdict import Outcome, Verdict
 from testbed.stats import CONFIDENCE
 from testbed.units import format_bytes, format_duration
 
@@ -186,7 +187,7 @@ def scaling_claims(scaling: Sequence[ScalingRow], min_speedup: float = MIN_SPEED
             verdict = "contradicted"
         else:
             verdict = "undecided"
-        out.append(Verdict(SCALING_CLAIM, verdict, evidence, rule,
+        out.append(Verdict(SCALING_CLAIM, cast(Outcome, verdict), evidence, rule,
                            f"{fw}; {scope}" if scope else fw))
     return tuple(out)
 
@@ -244,9 +245,10 @@ def _scaling_advice(scaling: Sequence[ScalingRow], oracle: Sequence[OracleRow]) 
     sharded = [r for r in scaling if r.mode == "sharded" and r.speedup]
     if sharded:
         best = max(sharded, key=lambda r: r.speedup or 0.0)
-        out.append(f"On this machine ({best.framework}) {best.writers} sharded writers gave "
-                   f"{best.speedup:.2f}× over one (dd with {best.writers} writers: "
-                   f"{best.dd_GBps:.2f} GB/s).")
+        out.append(f"On this machine the best sharded save was {best.writers} "
+                   f"{best.framework} writers, {_speedup(best)} over one (95% interval; dd "
+                   f"with {best.writers} writers: {best.dd_GBps:.2f} GB/s): one disk and two "
+                   "cores leave little to share out; the gain of sharding is across nodes.")
     if oracle:
         top = max(r.gpus for r in oracle)
         pick = {(r.writers, r.serialise_source): r for r in oracle if r.gpus == top}

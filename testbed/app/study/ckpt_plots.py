@@ -102,10 +102,13 @@ def scaling_plot(study: CheckpointStudy, path: Path) -> None:
             n = [r.writers for r in rows]
             colour = FRAMEWORK_COLOURS[fw]
             if mode == "sharded":
-                ax.errorbar(n, [r.speedup for r in rows], capsize=3, marker="o", color=colour,
+                mid = [r.speedup or 0.0 for r in rows]
+                low = [r.speedup_low or m for r, m in zip(rows, mid, strict=True)]
+                high = [r.speedup_high or m for r, m in zip(rows, mid, strict=True)]
+                ax.errorbar(n, mid, capsize=3, marker="o", color=colour,
                             label=f"{fw} (95% interval)",
-                            yerr=[[r.speedup - (r.speedup_low or r.speedup) for r in rows],
-                                  [(r.speedup_high or r.speedup) - r.speedup for r in rows]])
+                            yerr=[[m - lo for m, lo in zip(mid, low, strict=True)],
+                                  [hi - m for m, hi in zip(mid, high, strict=True)]])
                 ax.plot(n, [rows[0].dd_durable_s / r.dd_durable_s for r in rows], ls=":",
                         color=colour, label=f"dd ({fw} bytes)")
             else:
@@ -113,7 +116,12 @@ def scaling_plot(study: CheckpointStudy, path: Path) -> None:
                 ax.plot(n, [r.dd_GBps for r in rows], ls=":", color=colour, label=f"dd ({fw})")
         if mode == "sharded":
             top = max(r.writers for r in study.scaling)
-            ax.plot([1, top], [1, top], color="grey", lw=0.8, ls="--", label="ideal")
+            highs = [r.speedup_high or r.speedup or 1.0 for r in study.scaling
+                     if r.mode == "sharded"]
+            ceiling = 1.15 * max(2.0, *highs)
+            ax.plot([1, top], [1, top], color="grey", lw=0.8, ls="--",
+                    label="ideal (N×, clipped)")
+            ax.set_ylim(0, ceiling)
             ax.set_ylabel("speed-up of the durable save over one writer")
             ax.set_title("Sharded: each of N writers saves 1/N", fontsize=9)
         else:

@@ -5,7 +5,9 @@ YAML, validates the result with the scenario schema and resolves it for the
 simulator — so a bad grid value fails before anything runs, with one message naming
 the ``--grid`` option and the key path. Running sends the unfinished points to an
 executor, at most a few per worker at a time, and writes each finished point in one
-transaction (see :mod:`testbed.app.results_db`): a rerun skips what is done.
+transaction (see :mod:`testbed.app.results_db`): a rerun skips what is done. A
+scenario with an ``hpo:`` section and no workload is swept the same way, each point on
+the HPO schedule simulator (:mod:`testbed.app.sweep.hpo`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from simulators.run import replicate
 from testbed.app.resolve import resolve
 from testbed.app.resolve.runaway import refuse_stepwise
 from testbed.app.sweep.grid import Axis, apply_implications, apply_overrides, expand, parse_grid
+from testbed.app.sweep.hpo import HPO_ENGINE, HpoPoint, hpo_rows, is_hpo_scenario, resolve_point
+from testbed.app.sweep.hpo import base_seed as hpo_base_seed
 from testbed.app.sweep.points import Point, canonical_json, point_seed, scenario_hash, sha256_hex
 from testbed.errors import Infeasible, InputError, ScenarioError
 from testbed.outcomes import OUTCOME_KEYS, Replicated, replicated_from_rows
@@ -33,6 +37,7 @@ REPO = Path(__file__).resolve().parents[3]
 #: Source files whose content decides simulated results (part of the code version).
 _CODE_GLOBS = ("simulators/*.py", "testbed/resilience/*.py", "testbed/scenario/*.py",
                "testbed/oracle/*.py", "testbed/systems/*.py", "testbed/app/sweep/*.py",
+               "simulators/hpo/*.py", "testbed/hpo/*.py",
                "testbed/app/resolve/*.py", "testbed/outcomes.py", "testbed/stats.py",
                "testbed/streams.py")
 
@@ -57,7 +62,7 @@ class SweepPlan:
     source: str
     axes: tuple[Axis, ...]
     points: tuple[Point, ...]
-    specs: tuple[SimSpec | None, ...] = field(repr=False)
+    specs: tuple[SimSpec | HpoPoint | None, ...] = field(repr=False)
     facts: tuple[SpecFacts, ...] = field(repr=False)
     engine: str
     base_seed: int
@@ -97,29 +102,39 @@ def plan_points(raw: dict, base, source: str, overrides_list: list[dict[str, Any
                 axes: Sequence[Axis] = (), replications: int | None = None,
                 seed: int | None = None, engine: str | None = None,
                 common_seed: bool = False
-                ) -> tuple[list[Point], list[SimSpec | None], list[SpecFacts]]:
+                ) -> tuple[list[Point], list[SimSpec | HpoPoint | None], list[SpecFacts]]:
     """Validate and resolve every point (a scenario mapping with overrides applied)."""
     from testbed.scenario.schema import scenario_from_dict
 
-    points, specs, facts = [], [], []
+    points: list[Point] = []
+    specs: list[SimSpec | HpoPoint | None] = []
+    facts: list[SpecFacts] = []
     for i, overrides in enumerate(overrides_list):
         try:
             data = apply_implications(apply_overrides(raw, overrides), overrides)
             sc = scenario_from_dict(data, source=source, lines=base.lines)
-            resolved = resolve(sc)
-            refuse_stepwise(resolved, engine=engine or sc.simulation.engine, events=False)
-            spec: SimSpec | None = resolved
-            fact = resolved.facts
+            point_engine = engine or sc.simulation.engine
+            spec: SimSpec | HpoPoint | None
+            if is_hpo_scenario(sc):
+                if engine is not None:
+                    raise InputError("an HPO scenario runs on the HPO schedule simulator; "
+                                     "leave --engine out", source="--engine")
+                point_engine, base_seed = HPO_ENGINE, hpo_base_seed(sc, seed)
+                spec, fact = resolve_point(sc, base_seed)
+            else:
+                base_seed = sc.simulation.seed if seed is None else seed
+                resolved = resolve(sc)
+                refuse_stepwise(resolved, engine=point_engine, events=False)
+                spec, fact = resolved, resolved.facts
         except Infeasible as exc:
             spec, fact = None, SpecFacts.infeasible_point(exc.reason)
         except ScenarioError as exc:
             raise _grid_error(exc, overrides, list(axes)) from None
         sc_hash = scenario_hash(sc)
         points.append(Point(index=i, overrides=overrides, scenario_hash=sc_hash,
-                            seed=point_seed(sc.simulation.seed if seed is None else seed,
-                                            sc_hash, common=common_seed),
+                            seed=point_seed(base_seed, sc_hash, common=common_seed),
                             replications=replications or sc.simulation.replications,
-                            engine=engine or sc.simulation.engine))
+                            engine=point_engine))
         specs.append(spec)
         facts.append(fact)
     keys = [p.key for p in points]
@@ -146,20 +161,25 @@ def plan_sweep(path: str | Path, grid: list[str] | tuple[str, ...] = (), *,
         "scenario": scenario_hash(base), "grid": [[a.key, list(a.texts)] for a in axes],
         "replications": replications, "seed": seed, "engine": engine,
         "common_seed": common_seed}))[:16]
+    hpo_base = is_hpo_scenario(base)
     return SweepPlan(sweep_id=sweep_id, name=base.name, source=str(path), axes=tuple(axes),
                      points=tuple(points), specs=tuple(specs), facts=tuple(facts),
-                     engine=engine or base.simulation.engine,
-                     base_seed=base.simulation.seed if seed is None else seed,
+                     engine=HPO_ENGINE if hpo_base else engine or base.simulation.engine,
+                     base_seed=(hpo_base_seed(base, seed) if hpo_base else
+                                base.simulation.seed if seed is None else seed),
                      common_seed=common_seed, replications=replications)
 
 
-def point_rows(spec: SimSpec, seed: int, replications: int, engine: str = "fast"
+def point_rows(spec: SimSpec | HpoPoint, seed: int, replications: int, engine: str = "fast"
                ) -> list[tuple]:
     """``replications`` store rows of a job: ``(rep, *OUTCOME_KEYS values, run_s)``.
 
     ``run_s`` is the time that replication took to simulate (a timing column, the only
-    place wall-clock time enters a result row).
+    place wall-clock time enters a result row). An HPO point runs on the HPO schedule
+    simulator (:mod:`testbed.app.sweep.hpo` says how its rows are filled).
     """
+    if isinstance(spec, HpoPoint):
+        return hpo_rows(spec, seed, replications)
     marks = [time.perf_counter()]
     results = replicate(spec, replications, seed, engine,
                         progress=lambda _n: marks.append(time.perf_counter()))

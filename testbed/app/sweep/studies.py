@@ -133,7 +133,7 @@ def interval_study(sc: Scenario, spec: SimSpec, *, replications: int, seed: int,
                                         common_seed=True)
     out = []
     for m, point, s in zip(kept, points, specs, strict=True):
-        if s is None:
+        if not isinstance(s, SimSpec):      # infeasible (an HPO point never gets here)
             continue
         rows = point_rows(s, point.seed, point.replications, point.engine)
         if progress is not None:

@@ -1,4 +1,4 @@
-"""Issue 20, "every reader behind one validated schema": each case the issue lists, as a
+"""Every reader behind one validated schema: each case a review of the newer readers found, as a
 regression test — exit 2 (1 for a full disk), at most three lines naming the file and
 the field, no traceback, nothing new written, the inputs byte-identical, an answer in
 seconds, no process left behind.
@@ -414,13 +414,13 @@ def test_duplicate_columns_are_refused_by_every_csv_reader(tmp_path):
 def test_a_refused_sweep_leaves_no_database(tmp_path):
     (tmp_path / "s.yaml").write_text(SCENARIO)
     for workers in ("0", "-3"):
-        _refused(tmp_path, ["sweep", "s.yaml", "--grid", "checkpoint.interval=1h,2h", "-r", "2",
+        _refused(tmp_path, ["sweep", "s.yaml", "--grid", "checkpoint.policy=fixed", "--grid", "checkpoint.interval=1h,2h", "-r", "2",
                             "--store", "new.db", "--workers", workers], names="--workers")
 
 
 def _sweep_store(tmp: Path) -> Path:
     (tmp / "s.yaml").write_text(SCENARIO)
-    out = run_in_process(["sweep", "s.yaml", "--grid", "checkpoint.interval=1h,2h", "-r", "2",
+    out = run_in_process(["sweep", "s.yaml", "--grid", "checkpoint.policy=fixed", "--grid", "checkpoint.interval=1h,2h", "-r", "2",
                           "--store", "s.db", "-q", "--workers", "1"], cwd=tmp)
     assert out.code == 0, out.stderr
     return tmp / "s.db"
@@ -465,7 +465,7 @@ def test_a_store_changed_behind_the_testbeds_back_is_one_line(tmp_path, sql):
 def test_a_full_disk_during_a_sweep_is_one_line_and_the_store_stays_consistent(tmp_path):
     (tmp_path / "s.yaml").write_text(SCENARIO)
     grid = ",".join(f"{h}h" for h in range(1, 9))
-    out = run_bounded(["sweep", "s.yaml", "--grid", f"checkpoint.interval={grid}", "-r", "300",
+    out = run_bounded(["sweep", "s.yaml", "--grid", "checkpoint.policy=fixed", "--grid", f"checkpoint.interval={grid}", "-r", "300",
                        "--store", "s.db", "-q", "--workers", "1"], cwd=tmp_path,
                       fsize_bytes=300_000, timeout=120)
     assert out.code == 1, out.stderr[-1000:]
@@ -477,7 +477,7 @@ def test_a_full_disk_during_a_sweep_is_one_line_and_the_store_stays_consistent(t
                     for t in ("points", "results"))
     assert points < 8 and rows == 300 * points           # whole points only
     db.close()
-    resumed = run_bounded(["sweep", "s.yaml", "--grid", f"checkpoint.interval={grid}", "-r",
+    resumed = run_bounded(["sweep", "s.yaml", "--grid", "checkpoint.policy=fixed", "--grid", f"checkpoint.interval={grid}", "-r",
                            "300", "--store", "s.db", "-q", "--workers", "1"], cwd=tmp_path,
                           timeout=120)
     assert resumed.code == 0, resumed.stderr[-1000:]
@@ -487,7 +487,7 @@ def test_two_sweeps_creating_one_new_store_at_once_both_succeed(tmp_path):
     (tmp_path / "s.yaml").write_text(SCENARIO)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     args = [sys.executable, "-m", "testbed", "sweep", "s.yaml", "--grid",
-            "checkpoint.interval=1h,2h,3h", "-r", "2", "--store", "new.db", "-q",
+            "checkpoint.policy=fixed", "--grid", "checkpoint.interval=1h,2h,3h", "-r", "2", "--store", "new.db", "-q",
             "--workers", "1"]
     procs = [subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
