@@ -155,7 +155,13 @@ def _replay(trace: Path, out: dict) -> None:
     assert rep["measured_outage_s"] == pytest.approx(out["outage_s"])
     busy = out["makespan_s"] - out["outage_s"]
     assert abs(rep["makespan_s"] - busy) / busy < 0.15, (rep["makespan_s"], busy)
-    assert rep["retries"] == out["retries"] and rep["preemptions"] == out["preemptions"]
+    assert rep["retries"] == out["retries"]
+    # the replay stops every attempt its own schedule runs at the instant the driver was
+    # lost; its schedule is the measured one within its timing error, so an attempt that
+    # really ended just before the kill (MPI workers can outlive rank 0 long enough to
+    # finish one) may still run in the replay, or one that ran may have ended: one apart
+    assert abs(rep["preemptions"] - out["preemptions"]) <= 1, \
+        (rep["preemptions"], out["preemptions"])
 
 
 def _check_resumed(policy: str, executor: str, tmp_path: Path, reference: dict) -> dict:
