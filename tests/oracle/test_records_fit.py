@@ -8,6 +8,7 @@ every figure is exact."""
 from __future__ import annotations
 
 import json
+import statistics
 import time
 
 import pytest
@@ -261,8 +262,12 @@ def test_bench_prediction_on_a_calibrated_profile(benchmark, calibrated):
     estimate(req)
     result = benchmark(estimate, req)
     assert "compute law" in result.calibration
-    start = time.perf_counter()
+    # the median of 50 single calls: one stall of a loaded machine moves a mean of 50
+    # by 10 ms (seen once), not the median
+    calls = []
     for _ in range(50):
+        start = time.perf_counter()
         estimate(req)
-    at_most(benchmark, mean_s(benchmark, (time.perf_counter() - start) / 50), 1e-3,
+        calls.append(time.perf_counter() - start)
+    at_most(benchmark, mean_s(benchmark, statistics.median(calls)), 1e-3,
             "one prediction on a calibrated profile")
