@@ -98,6 +98,17 @@ PROCESSES_PER_CPU = 4
 MIN_PROCESS_CAP = 8
 
 
+def framework_installed(module: str) -> bool:
+    """Whether ``module`` (torch, tensorflow, chainer) can be imported here — found
+    without importing it, so asking costs nothing and loads no framework."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def max_local_processes() -> int:
     """The most framework processes a command starts on this machine."""
     return max(MIN_PROCESS_CAP, PROCESSES_PER_CPU * (os.cpu_count() or 1))

@@ -215,8 +215,8 @@ def _heavy_problem(imp: Import, layer: int) -> str | None:
         return "the simulator imports MPI outside simulators.mpi_pool"
     if imp.module.startswith("real_runs") and top in FRAMEWORKS | MPI and imp.top_level:
         return f"real_runs imports {top} at module level (import it inside functions)"
-    if layer == APP and top in FRAMEWORKS and imp.top_level:
-        return f"the application imports the framework {top} at module level"
+    if layer == APP and top in FRAMEWORKS | {"simpy"}:     # even inside a function:
+        return f"the application imports {top} (frameworks live in real_runs)"
     if top in LAZY_ONLY and imp.top_level:
         return f"imports {top} at module level (import it where it is used)"
     return None

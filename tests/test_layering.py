@@ -44,7 +44,7 @@ def test_contract_fails_on_an_upward_or_private_import(tmp_path):
         "testbed/app/cli/main.py": "from testbed.units import _hidden\n",
         "simulators/__init__.py": "",
         "simulators/engine.py": "import torch\nfrom testbed.app.results_db import Store\n",
-        "testbed/app/results_db.py": "",
+        "testbed/app/results_db.py": "def f():\n    import torch\n",
         "testbed/oracle.py": "import simpy\n",
         "testbed/newthing.py": "",
     })
@@ -54,6 +54,8 @@ def test_contract_fails_on_an_upward_or_private_import(tmp_path):
     assert "engines module simulators.engine imports application module testbed.app.results_db" in text
     assert "framework torch" in text
     assert "the core imports simpy" in text
+    # a framework inside a function of the application is caught too: they live in real_runs
+    assert "the application imports torch" in text
     assert "testbed.newthing belongs to no layer" in text
 
 

@@ -110,13 +110,8 @@ def require_framework(module: str, *, command: str) -> None:
     """Refuse now, in one line naming the extra, a command that needs ``module``
     (torch, tensorflow, chainer) where it is not installed, rather than fail with a
     traceback in the middle of the run (or in every worker process)."""
-    import importlib.util
-
-    try:
-        found = importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
+    from real_runs.env import framework_installed
+    if not framework_installed(module):
         raise InputError(f"{FRAMEWORKS_EXTRA} ({module} is not installed)", source=command)
 
 

@@ -383,9 +383,8 @@ def run_hpo_scaling_study(opts: HpoScalingOptions, *,
                         f"{sc.hpo.scheduler}", "simulated")]
         measured: list[MeasuredPoint] = []
         if opts.measure:
-            try:
-                import torch  # noqa: F401  (the real trials train with PyTorch)
-            except ImportError:
+            from real_runs.env import framework_installed
+            if not framework_installed("torch"):      # the real trials train with PyTorch
                 notes.append("measured runs skipped: PyTorch is not installed (pip install "
                              "'testbed[frameworks]')")
             else:
