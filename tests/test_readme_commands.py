@@ -1,6 +1,6 @@
 """The README's commands exist as written: every ``testbed …`` line of its ```bash blocks
 names a real command path whose ``--help`` works and options that command has, and the
-concrete ones (no placeholder left once the ``[optional]`` parts are dropped) that are
+concrete ones (every token real once the ``[optional]`` parts are dropped) that are
 fast run verbatim, from a scratch folder, and succeed.
 
 README.md is read when the test runs, so the test follows the README as it is rewritten.
@@ -34,14 +34,14 @@ NOT_RUN = {
     "calibrate": "fits a profile from measurement records the README's reader supplies",
     "verify": "needs the profile and records the README's reader made",
     "real-run": "runs frameworks and multi-process jobs (tests/real_runs)",
-    "sweep": "hundreds of simulations; its README line names a placeholder SCENARIO",
+    "sweep": "hundreds of simulations; its README line leaves SCENARIO to the reader",
 }
 #: Options whose value is a file or folder the command writes.
 OUTPUTS = {"-o", "--output", "--store", "--trace", "--events", "--plot", "--records"}
 #: Folders of the checkout the README's commands read from (linked into the scratch folder).
 READ_FROM = ("scenarios", "traces")
 #: Tokens that stand for something the reader supplies.
-PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*(?:[./][A-Za-z0-9_.]*)?$|\.\.\.|…|\|")
+READER_SUPPLIED = re.compile(r"^[A-Z][A-Z0-9_]*(?:[./][A-Za-z0-9_.]*)?$|\.\.\.|…|\|")
 CONTEXT = click.Context(cli)
 
 
@@ -94,12 +94,12 @@ def option_names(tokens: list[str]) -> list[str]:
 
 
 def concrete(command: str) -> str | None:
-    """The command with its ``[optional …]`` parts dropped, or None while a placeholder
-    (``NAME``, ``FILE.net``, ``csv|parquet``, ``…``) is left."""
+    """The command with its ``[optional …]`` parts dropped, or None while a token the
+    reader supplies (``NAME``, ``FILE.net``, ``csv|parquet``, ``…``) is left."""
     bare = re.sub(r"\[[^\[\]]*\]", " ", command)
     if "[" in bare or "]" in bare:
         return None
-    if any(PLACEHOLDER.search(tok) for tok in _tokens(bare)[1:]):
+    if any(READER_SUPPLIED.search(tok) for tok in _tokens(bare)[1:]):
         return None
     return " ".join(bare.split())
 
@@ -163,7 +163,7 @@ def test_each_fast_concrete_readme_command_runs_verbatim(command, tmp_path):
 
 def test_the_walker_reads_the_readme_forms():
     """The parser itself: continuation lines, several commands on one line, comments,
-    optional parts and placeholders."""
+    optional parts and tokens the reader supplies."""
     text = ("```bash\ntestbed model list   testbed model export NAME -o FILE.net\n"
             "testbed sweep s.yaml --grid a=1 \\\n    [-r R] [--json]   # comment\n"
             "echo testbed\n```\n")

@@ -8,21 +8,12 @@ import json
 
 import pytest
 
-from testbed.app.cli.main import main
 from testbed.io.packaged import data_dir, names
+from tests.cli import in_process
 from tests.conftest import REPO, each
 
 SHIPPED = sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
 
-
-def _in_process(args, capsys):
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_every_checkout_scenario_is_the_package_file():
@@ -38,7 +29,7 @@ def test_every_checkout_scenario_is_the_package_file():
 
 
 def test_scenarios_lists_name_kind_and_description(capsys):
-    code, out, err = _in_process(["scenarios", "--json"], capsys)
+    code, out, err = in_process(["scenarios", "--json"], capsys)
     assert code == 0, err
     rows = json.loads(out)
     assert [r["name"] for r in rows] == SHIPPED
@@ -48,7 +39,7 @@ def test_scenarios_lists_name_kind_and_description(capsys):
                                                            if n.startswith("hpo-")}
     for r in each(rows, at_least=20):
         assert r["description"] and "\n" not in r["description"], r["name"]
-    code, out, _ = _in_process(["scenarios", "--kind", "hpo"], capsys)
+    code, out, _ = in_process(["scenarios", "--kind", "hpo"], capsys)
     assert code == 0
     body = out.splitlines()
     assert body[0].split() == ["name", "kind", "description"]
@@ -63,7 +54,7 @@ def test_every_shipped_scenario_runs_by_name_from_any_folder(name, tmp_path, mon
     args = ["run", name, "--no-report", "--json", "-q"]
     if not name.startswith("hpo-"):
         args += ["-r", "2"]
-    code, out, err = _in_process(args, capsys)
+    code, out, err = in_process(args, capsys)
     assert code == 0, err[-2000:]
     doc = json.loads(out)
     if name.startswith("hpo-"):
@@ -75,7 +66,7 @@ def test_every_shipped_scenario_runs_by_name_from_any_folder(name, tmp_path, mon
 
 
 def test_an_hpo_scenario_by_name_writes_the_hpo_report(tmp_path, capsys):
-    code, out, err = _in_process(["run", "hpo-cifar-grid", "-o", str(tmp_path / "r")], capsys)
+    code, out, err = in_process(["run", "hpo-cifar-grid", "-o", str(tmp_path / "r")], capsys)
     assert code == 0, err
     assert "best val_loss (lowest of any epoch)" in out
     for name in ("index.html", "gantt.png", "best_so_far.png", "attempts.csv"):
@@ -84,7 +75,7 @@ def test_an_hpo_scenario_by_name_writes_the_hpo_report(tmp_path, capsys):
 
 def test_an_unknown_name_lists_the_shipped_ones(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    code, _, err = _in_process(["run", "quickstrat", "--no-report"], capsys)
+    code, _, err = in_process(["run", "quickstrat", "--no-report"], capsys)
     assert code == 2
     line, = err.strip().splitlines()
     assert line.startswith("testbed: error: quickstrat: no such scenario") and \
@@ -92,7 +83,7 @@ def test_an_unknown_name_lists_the_shipped_ones(tmp_path, monkeypatch, capsys):
 
 
 def test_report_of_an_hpo_scenario_by_name_is_the_hpo_report(tmp_path, capsys):
-    code, out, err = _in_process(["report", "hpo-cifar-grid", "-o", str(tmp_path / "r"),
+    code, out, err = in_process(["report", "hpo-cifar-grid", "-o", str(tmp_path / "r"),
                                   "--json"], capsys)
     assert code == 0, err
     plots = {p.rsplit("/", 1)[-1] for p in json.loads(out)["plots"]}

@@ -14,7 +14,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from testbed.app.cli.main import cli, main
+from testbed.app.cli.main import cli
+from tests.cli import in_process
 from tests.conftest import REPO, each
 
 CONTEXT = click.Context(cli)
@@ -66,25 +67,16 @@ def test_help_of_every_command_renders():
         assert result.exit_code == 0, (path, result.output)
 
 
-def _in_process(args: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
 
 def test_model_export_and_fta_import_speak_json(tmp_path, capsys):
-    code, out, err = _in_process(["model", "export", "alexnet", "-o", str(tmp_path / "a.net"),
+    code, out, err = in_process(["model", "export", "alexnet", "-o", str(tmp_path / "a.net"),
                                   "--json"], capsys)
     assert code == 0, err
     doc = json.loads(out)
     assert doc["model"] == "alexnet" and doc["layers"] > 5
     assert doc["output"] == str(tmp_path / "a.net") and (tmp_path / "a.net").is_file()
     fta = REPO / "traces" / "fta_event_trace_sample.tab"
-    code, out, err = _in_process(["traces", "import-fta", str(fta), "-o",
+    code, out, err = in_process(["traces", "import-fta", str(fta), "-o",
                                   str(tmp_path / "f.csv"), "--json"], capsys)
     assert code == 0, err
     doc = json.loads(out)
