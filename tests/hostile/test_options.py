@@ -55,3 +55,22 @@ def test_the_memory_estimate_is_the_models_own():
     need = FRAMEWORK_BYTES["torch"] + m.parameters * TRAINING_BYTES_PER_PARAM \
         + m.activation_elements_per_sample * cfg.batch_size * ACTIVATION_BYTES
     assert need > 50 * 2**30
+
+
+@pytest.mark.parametrize("args, names", [
+    (["study", "checkpoint", "--repeats", "99999999999"], "--repeats"),
+    (["study", "checkpoint", "--restart-steps", "999999999"], "--restart-steps"),
+    (["study", "precision", "--resamples", "999999999999"], "--resamples"),
+    (["study", "precision", "--permutations", "999999999999"], "--permutations"),
+    (["study", "precision", "--seeds", "99999999"], "--seeds"),
+    (["study", "hpo-scaling", "--no-measure", "--nodes", "nan"], "--nodes"),
+    (["study", "hpo-scaling", "--measure-trials", "99999999"], "--measure-trials"),
+    (["study", "oracle", "--target", "nan"], "--target"),
+])
+def test_a_study_that_could_not_finish_is_refused_before_it_starts(tmp_path, args, names):
+    # counts that would run for days (or never: nan) are one line, at once, nothing written
+    before = tree_state(tmp_path)
+    outcome = run_in_process(args, cwd=tmp_path)
+    assert_refused(outcome, names=names)
+    assert outcome.seconds < 5
+    assert tree_state(tmp_path) == before

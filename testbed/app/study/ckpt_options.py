@@ -45,6 +45,9 @@ class CheckpointOptions:
 #: ``--quick``: the harness MLP in every format, one repetition, 1 and 2 writers of one
 #: PyTorch ResNet-18 state (4 rounds: the fewest for a 95% interval of a speed-up), one
 #: restart case per framework (seconds to a minute).
+#: Most repetitions of every save and load, and most steps of a restart run (both
+#: multiply the study's minutes).
+MAX_REPEATS, MAX_RESTART_STEPS = 1000, 10_000
 QUICK = CheckpointOptions(models=("mlp",), repeats=1, writers=(1, 2), modes=("sharded",),
                           scaling_frameworks=("torch",), scaling_model="resnet18",
                           scaling_repeats=4, restart_models=("mlp",), restart_steps=6,
@@ -124,9 +127,12 @@ def _check_writers(opts: CheckpointOptions) -> None:
 
 
 def _check_numbers(opts: CheckpointOptions) -> None:
-    for name, value in (("--repeats", opts.repeats), ("--restart-steps", opts.restart_steps)):
+    for name, value, most in (("--repeats", opts.repeats, MAX_REPEATS),
+                              ("--restart-steps", opts.restart_steps, MAX_RESTART_STEPS)):
         if isinstance(value, bool) or value < 1:
             raise InputError(f"must be a positive whole number, got {value}", field=name)
+        if value > most:        # every repetition saves and loads every format and model
+            raise InputError(f"at most {most:,}, got {value}", field=name)
     if not 0 <= opts.seed < 2**31:
         raise InputError(f"must be in 0…{2**31 - 1}, got {opts.seed}", field="--seed")
     if not opts.interval_s > 0:

@@ -80,6 +80,9 @@ class PrecisionOptions:
         return asdict(self)
 
 
+#: Most bootstrap resamples or permutation sign flips (a full study at this many draws
+#: takes minutes of inference on top of its training).
+MAX_DRAWS = 100_000
 QUICK = PrecisionOptions(precisions=("fp64", "fp16", "int8", "int2"), seeds=2, resamples=400,
                          permutations=1000, quick=True)
 
@@ -294,6 +297,9 @@ def validate(opts: PrecisionOptions) -> PrecisionOptions:
             raise InputError(f"must be a whole number ≥ {low}, got {value}", field=name)
     if opts.seeds > 100:
         raise InputError(f"at most 100 seeds, got {opts.seeds}", field="--seeds")
+    for name, value in (("--resamples", opts.resamples), ("--permutations", opts.permutations)):
+        if value > MAX_DRAWS:       # each interval draws this many, per task and precision
+            raise InputError(f"at most {MAX_DRAWS:,} draws, got {value}", field=name)
     if not opts.tolerance_pp > 0:
         raise InputError("must be > 0 percentage points", field="--tolerance")
     return replace(opts, precisions=names)
