@@ -12,10 +12,12 @@ the slope is the work per sample. It is the oracle's curve ``s·(b + b½)`` with
 cost per layer of each kind (convolution, fully connected, batch norm, the rest) and
 per parameter (the optimizer streams them); the per-sample part is a cost per
 multiply-accumulate of convolutions and of fully connected layers — matrix products
-of different shapes reach different rates — and per element of the convolutions'
-input patches (``|y|·k² + |x|``, the lowering to a matrix product and the memory
-traffic around it). All eight coefficients are non-negative and fitted at once over
-every measured (model, batch). This is a per-kind roofline in its simplest form: the
+of different shapes reach different rates — per element of the convolutions' input
+patches (``|y|·k² + |x|``, the lowering to a matrix product and the memory traffic
+around it) and per activation element any layer writes (the memory-bound elementwise
+work — bias, ReLU, dropout, normalisation, their backward — that MACs do not count).
+All nine coefficients are non-negative and fitted at once over every measured (model,
+batch). This is a per-kind roofline in its simplest form: the
 layer counts, MACs and patch sizes come from the layer IR the oracle uses, and the
 oracle evaluates the law (:mod:`testbed.oracle.fitted`) with the same features.
 
@@ -111,7 +113,7 @@ def _law(points: list[ComputePoint]) -> ComputeLaw | None:
     x = relative_nnls(design, t)
     law = ComputeLaw(per_layer_s={k: sig(v) for k, v in zip(LAW_LAYER_KINDS, x[:4], strict=True)},
                      per_parameter_s=sig(x[4]), conv_mac_s=sig(x[5]), fc_mac_s=sig(x[6]),
-                     conv_patch_s=sig(x[7]),
+                     conv_patch_s=sig(x[7]), activation_s=sig(x[8]),
                      residuals=residuals([0.0] * len(t), t))
     pred = [law_time_s(law, p.model, p.batch) for p in points]
     return law.model_copy(update={"residuals": residuals(pred, t)})

@@ -41,7 +41,7 @@ Where ``s`` comes from, in order (the estimate's ``calibration`` line says which
    framework is not recorded — after the law of step 3 when it was measured with the
    framework but in another precision (the law in the right precision knows better);
 3. the records fit's cross-model law for the framework (per layer kind, parameter,
-   MAC and patch element);
+   MAC, patch and activation element);
 4. a per-sample time profiled in the model file;
 5. training FLOPs over the sustained rate ``peak × efficiency``.
 

@@ -10,8 +10,11 @@ part):
   other model (:func:`records_step`, :func:`law_step`): a fixed cost per layer of
   each kind (convolution, fully connected, batch norm, the rest) and per parameter,
   plus per-sample costs per multiply-accumulate of convolutions and of fully connected
-  layers and per element of the convolutions' input patches (``|y|·k² + |x|``). The
-  layer counts, MACs and patch sizes come from the same layer IR as everything else;
+  layers, per element of the convolutions' input patches (``|y|·k² + |x|``) and per
+  activation element every layer writes (the memory-bound elementwise work: bias, ReLU,
+  dropout, normalisation and their backward, which no MAC count holds — what makes an
+  MLP at a large batch slower than its MACs say). The layer counts, MACs, patch and
+  activation sizes come from the same layer IR as everything else;
 * **network** — the α–β that the micro-benchmarks of the profile's collective backend
   measured on each tier (:func:`fitted_links`), which replace the tier's nominal
   latency and bandwidth in the collectives that run on it.
@@ -47,18 +50,23 @@ class LayerFeatures:
     conv_macs: int
     fc_macs: int
     conv_patch: int
+    activations: int = 0
 
     def row(self, batch: float) -> list[float]:
-        """The law's design row at ``batch`` samples (fixed columns, then per-sample)."""
+        """The law's design row at ``batch`` samples (fixed columns, then per-sample:
+        convolution MACs, fully connected MACs, patch elements, activation elements)."""
         return ([float(self.layers[k]) for k in LAW_LAYER_KINDS] + [float(self.parameters)]
-                + [batch * self.conv_macs, batch * self.fc_macs, batch * self.conv_patch])
+                + [batch * self.conv_macs, batch * self.fc_macs, batch * self.conv_patch,
+                   batch * self.activations])
 
 
 def features(model: Model) -> LayerFeatures:
-    """Layer counts by kind, parameters, MACs and convolution patch elements."""
+    """Layer counts by kind, parameters, MACs, convolution patch elements and the
+    activation elements of one sample (every layer's output)."""
     layers = dict.fromkeys(LAW_LAYER_KINDS, 0)
-    conv_macs = fc_macs = patch = 0
+    conv_macs = fc_macs = patch = activations = 0
     for layer in model.layers:
+        activations += layer.y_elems
         kind = layer.kind if layer.kind in LAW_LAYER_KINDS else "other"
         if layer.kind == "deconv":
             kind = "conv"
@@ -69,12 +77,13 @@ def features(model: Model) -> LayerFeatures:
             patch += layer.y_elems * area + layer.x_elems
         elif kind == "fc":
             fc_macs += layer.forward_macs
-    return LayerFeatures(layers, model.parameters, conv_macs, fc_macs, patch)
+    return LayerFeatures(layers, model.parameters, conv_macs, fc_macs, patch, activations)
 
 
 def law_coefficients(law: ComputeLaw) -> list[float]:
+    """The law's coefficients in the order of :meth:`LayerFeatures.row`."""
     return [law.per_layer_s.get(k, 0.0) for k in LAW_LAYER_KINDS] + [
-        law.per_parameter_s, law.conv_mac_s, law.fc_mac_s, law.conv_patch_s]
+        law.per_parameter_s, law.conv_mac_s, law.fc_mac_s, law.conv_patch_s, law.activation_s]
 
 
 def law_time_s(law: ComputeLaw, model: Model, batch: float) -> float:
@@ -136,7 +145,7 @@ def records_step(system: SystemProfile, model: Model, framework: str | None, pre
         return None
     fixed, per_sample = law_step(cfit.law, model)
     return StepFit(fixed, per_sample, cfit.precision,
-                   f"compute law ({where}: per layer kind, parameter, MAC and patch)")
+                   f"compute law ({where}: per layer kind, parameter, MAC, patch and activation)")
 
 
 def fitted_links(system: SystemProfile) -> tuple[FittedLink, ...]:

@@ -64,14 +64,17 @@ class StepLine(Strict):
 class ComputeLaw(Strict):
     """Step time of any model from its layers (see :mod:`testbed.calibration.compute`):
     a fixed cost per layer of each kind and per parameter, and per-sample costs per
-    multiply-accumulate of convolutions and of fully connected layers and per
-    convolution patch element."""
+    multiply-accumulate of convolutions and of fully connected layers, per convolution
+    patch element and per activation element (the memory-bound elementwise work; 0 in
+    profiles fitted before it existed)."""
 
     per_layer_s: dict[str, NonNeg]
     per_parameter_s: NonNeg
     conv_mac_s: NonNeg
     fc_mac_s: NonNeg
     conv_patch_s: NonNeg
+    activation_s: NonNeg = Field(default=0.0,
+                                 description="per activation element a layer writes")
     residuals: Residuals
 
 

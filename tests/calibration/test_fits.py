@@ -23,10 +23,11 @@ from tests.calibration.conftest import (
     write_lines,
 )
 
-#: A law to generate step times from (seconds per layer, parameter, MAC, patch element).
+#: A law to generate step times from (seconds per layer, parameter, MAC, patch element,
+#: activation element).
 TRUE_LAW = ComputeLaw(per_layer_s={"conv": 4e-5, "fc": 2e-5, "bn": 0.0, "other": 1e-5},
                       per_parameter_s=2e-9, conv_mac_s=3e-11, fc_mac_s=1e-11,
-                      conv_patch_s=1e-9,
+                      conv_patch_s=1e-9, activation_s=4e-9,
                       residuals=Residuals(n=0, accuracy=0, mape_pct=0, worst_accuracy=0))
 MODELS = [("mlp", 32), ("mlp", 128), ("mlp", 512), ("cnn", 16), ("cnn", 64), ("cnn", 128)]
 BATCHES = (4, 16, 64)
@@ -136,3 +137,24 @@ def test_record_set_fitted_at_is_none_without_times():
     rec = collective_record(8, 1e-4).model_copy(update={"measured_at": None})
     rs = RecordSet((RecordFile("x", "0" * 64, ((1, rec),)),))
     assert rs.fitted_at is None
+
+
+def test_law_prices_memory_bound_work_per_activation_element():
+    """An MLP whose per-sample cost is all elementwise work (no MAC cost): the law's
+    activation column carries it, so doubling the width doubles the per-sample time of
+    the hidden layers' activations — a closed form the MAC columns cannot give."""
+    law = TRUE_LAW.model_copy(update={"conv_mac_s": 0.0, "fc_mac_s": 0.0,
+                                      "conv_patch_s": 0.0, "activation_s": 1e-8})
+    narrow, wide = harness_model("mlp", width=64), harness_model("mlp", width=128)
+    for ir in (narrow, wide):
+        f = features(ir)
+        assert f.activations == sum(layer.y_elems for layer in ir.layers) > 0
+        per_sample = law_time_s(law, ir, 2) - law_time_s(law, ir, 1)
+        assert per_sample == pytest.approx(1e-8 * f.activations, rel=1e-9)
+    recs = [train_record(m, w, b, law_time_s(law, harness_model(m, width=w), b))
+            for m, w in MODELS for b in BATCHES]
+    (fit,) = fit_compute(recs)
+    assert fit.law is not None and fit.law.residuals.accuracy == pytest.approx(1.0, abs=1e-3)
+    unseen = harness_model("mlp", width=256)
+    assert law_time_s(fit.law, unseen, 512) == pytest.approx(law_time_s(law, unseen, 512),
+                                                             rel=1e-2)

@@ -133,7 +133,7 @@ def test_an_unmeasured_model_follows_the_law(calibrated):
         # and the law recovers the constants the records were made from
         assert e.time_per_iteration_s == pytest.approx(law_time_s(TRUE_LAW, model, batch),
                                                        rel=2e-3)
-    assert "compute law (torch fp32 cpu: per layer kind, parameter, MAC and patch)" \
+    assert "compute law (torch fp32 cpu: per layer kind, parameter, MAC, patch and activation)" \
         in e.calibration
 
 
