@@ -17,9 +17,9 @@ patches (``|y|·k² + |x|``, the lowering to a matrix product and the memory tra
 around it) and per activation element any layer writes (the memory-bound elementwise
 work — bias, ReLU, dropout, normalisation, their backward — that MACs do not count).
 All nine coefficients are non-negative and fitted at once over every measured (model,
-batch). This is a per-kind roofline in its simplest form: the
-layer counts, MACs and patch sizes come from the layer IR the oracle uses, and the
-oracle evaluates the law (:mod:`testbed.oracle.fitted`) with the same features.
+batch). This is a per-kind roofline in its simplest form: the layer counts, MACs,
+patch and activation sizes come from the layer IR the oracle uses, and the oracle
+evaluates the law (:mod:`testbed.oracle.fitted`) with the same features.
 
 **What is measured** on a CPU device is the process CPU time of a step
 (``step_cpu_s``): on a shared machine the wall time also holds the time slices other

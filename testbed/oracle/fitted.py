@@ -50,7 +50,7 @@ class LayerFeatures:
     conv_macs: int
     fc_macs: int
     conv_patch: int
-    activations: int = 0
+    activations: int
 
     def row(self, batch: float) -> list[float]:
         """The law's design row at ``batch`` samples (fixed columns, then per-sample:
