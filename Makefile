@@ -43,7 +43,7 @@ lint: $(STAMP)
 
 # the whole suite; benchmarks run once each as plain tests (no statistics)
 test: lint
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q --benchmark-disable $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q --benchmark-disable --durations=30 $(PYTEST_ARGS)
 
 # the two tiers of the suite (together they are `make test`): exact tests (numbers,
 # properties, closed forms: the same on every machine) and machine-measured ones

@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -69,6 +69,8 @@ class Collected:
 
 #: ``steps`` of a timed configuration: only a bound (the benchmark runs what it times).
 OPEN_ENDED_STEPS = 10**6
+#: Fewest timed steps per round of a data-parallel point (see :func:`run_steps`).
+DP_TIMED_STEPS = 40
 
 
 def _cfg(p: StepPoint) -> dict:
@@ -109,14 +111,19 @@ def run_steps(points: tuple[StepPoint, ...], design: Design, out: Collected,
         stamp = utc_now()
         for p, result in zip(mine, results, strict=True):
             out.add(step_records(result, measured_at=stamp), p.holdout)
+    # ranks sharing the cores have heavy-tailed step times with two modes (the woken
+    # rank gets a core at once, or after another task's time slice): the median of 24
+    # steps of one configuration moved 3.5–5.2 ms between repeats, of 120 steps
+    # 2.5–3.8 ms; the steps are cheap beside the processes' start, so take more
+    dp_method = replace(method, steps=max(method.steps, DP_TIMED_STEPS))
     for p in (p for p in points if p.processes > 1):
         from real_runs.harness import RunConfig
         from real_runs.profile import profile_grid
         progress(f"data parallel: {p.model} w{p.width} b{p.batch} × {p.processes} "
                  f"({p.gradient_sync})")
         cfg = RunConfig(framework=p.framework, model=p.model, width=p.width, depth=p.depth,
-                        batch_size=p.batch, precision=p.precision, steps=method.steps)
-        report = profile_grid([cfg], processes=p.processes, method=method,
+                        batch_size=p.batch, precision=p.precision, steps=dp_method.steps)
+        report = profile_grid([cfg], processes=p.processes, method=dp_method,
                               gradient_sync=p.gradient_sync)[0]
         out.add(step_records(report["result"], measured_at=utc_now(), source="real_runs.ddp",
                              processes=p.processes, backend="gloo",

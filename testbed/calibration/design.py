@@ -191,11 +191,16 @@ def smoke_design() -> Design:
 
 def quick_design() -> Design:
     """A few minutes on two busy cores: the three frameworks' step times, 2–4-process
-    gloo collectives, data-parallel runs held out, every framework's harness checkpoint,
+    gloo collectives, data-parallel runs (two fitted, two held out), every framework's
+    harness checkpoint,
     five restarts per framework and a held-out three-kill run of each."""
     steps = _steps_of("torch") + _steps_of("tensorflow") + _steps_of("chainer")
-    steps += tuple(StepPoint("torch", m, w, b, processes=n, holdout=True)
-                   for m, w, b, n in (("mlp", 128, 32, 2), ("cnn", 16, 16, 3)))
+    # data parallelism: two runs fit the scheduling delay of ranks sharing the cores
+    # (testbed.calibration.dataparallel), two others — another width, batch and model
+    # at each process count — only check it
+    steps += tuple(StepPoint("torch", m, w, b, processes=n, holdout=held)
+                   for m, w, b, n, held in (("mlp", 64, 16, 2, False), ("cnn", 8, 8, 3, False),
+                                            ("mlp", 128, 32, 2, True), ("cnn", 16, 16, 3, True)))
     return Design(
         name="quick", steps=steps,
         collectives=tuple(CollectivePart("gloo", n, _sizes(range(0, 21, 4)),
@@ -219,6 +224,10 @@ def full_design() -> Design:
     steps += _grid("torch", {"mlp": ((64, 256), ()), "cnn": ((32,), ())}, (4, 16, 64),
                    (8, 32), precision="bf16")
     steps += _steps_of("tensorflow") + _steps_of("chainer")
+    steps += tuple(StepPoint("torch", m, w, b, processes=n, gradient_sync=sync)
+                   for m, w, b, n, sync in (("mlp", 64, 16, 2, "after_backward"),
+                                            ("cnn", 8, 8, 3, "after_backward"),
+                                            ("mlp", 128, 16, 4, "buckets")))
     steps += tuple(StepPoint("torch", m, w, b, processes=n, holdout=True, gradient_sync=sync)
                    for m, w, b, n, sync in (
                        ("mlp", 128, 32, 2, "after_backward"), ("mlp", 512, 16, 2, "after_backward"),

@@ -7,7 +7,9 @@
   ``testbed calibrate CSV`` does;
 * compute (:mod:`~testbed.calibration.compute`), network
   (:mod:`~testbed.calibration.network`), storage (:mod:`~testbed.calibration.storage`)
-  and restart (:mod:`~testbed.calibration.restart`) fits of the harness records, whose
+  and restart (:mod:`~testbed.calibration.restart`) fits of the harness records, and
+  once those are in the profile, the scheduling delay of data-parallel ranks sharing
+  the host's cores (:mod:`~testbed.calibration.dataparallel`), whose
   results go into ``calibration.records_fit`` — where the oracle reads them
   (:mod:`testbed.oracle.fitted`: step lines and the law, α–β of the profile's backend
   per tier; :mod:`testbed.resilience.ckpt_cost`: storage; ``testbed.systems.profile.
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from testbed.calibration.compute import fit_compute, model_ir
+from testbed.calibration.dataparallel import fit_data_parallel
 from testbed.calibration.metrics import residuals
 from testbed.calibration.network import fit_network
 from testbed.calibration.paradl import is_paradl_record, paradl_calibration, paradl_model_report
@@ -259,7 +262,13 @@ def fit_records(records: RecordSet, base: CalibratedProfile, *, force: bool = Fa
     block[SECTION] = section.model_dump(mode="json")
     data["calibration"] = block
     _check_finite(data, records)
-    validate_profile(data, "<calibrated profile>")      # never write what will not load
+    system, _ = validate_profile(data, "<calibrated profile>")  # never write what will not load
+    dp = fit_data_parallel(harness_train(records.records), system)
+    if dp:     # priced on the profile's own compute and network fits, so fitted after them
+        section = section.model_copy(update={"data_parallel": dp})
+        block[SECTION] = section.model_dump(mode="json")
+        _check_finite(data, records)
+        validate_profile(data, "<calibrated profile>")
     return FitResult(data=data, text=profile_yaml(data), section=section, calibration=cal,
                      paradl_rows=rows, paradl_holdout=held, models=report)
 
@@ -313,6 +322,12 @@ def refit(records: list, system: SystemProfile) -> SystemProfile:
     models = _model_calibrations(sections.compute, train, framework,
                                  system.gpu.training_precision)
     base_cal = base_cal or Calibration()
+    fit = fit.model_copy(update={"data_parallel": ()})
     new = base_cal.model_copy(update={"models": {**base_cal.models, **models},
                                       "records_fit": fit})
+    out = system.model_copy(update={"calibration": new})
+    dp = fit_data_parallel(train, out)
+    if not dp:
+        return out
+    new = new.model_copy(update={"records_fit": fit.model_copy(update={"data_parallel": dp})})
     return system.model_copy(update={"calibration": new})

@@ -9,7 +9,8 @@ covers it:
 * harness training steps: the oracle too (:func:`train_request`: the record's model,
   framework, precision and per-process batch, serial or data parallel), which reads
   the profile's fitted section — the model's own step line, else the framework's law,
-  and for data-parallel runs the gradient all-reduce with the backend's fitted α–β;
+  and for data-parallel runs the gradient all-reduce with the backend's fitted α–β,
+  plus what ranks sharing the host's cores add (:mod:`testbed.calibration.dataparallel`);
 * collectives: the α–β of the network fit; checkpoints: the storage fit; restarts:
   the restart fit with the storage fit's load of the checkpoint's bytes;
 * supervised runs: the replay (:mod:`testbed.calibration.replay`), run through the
@@ -24,6 +25,13 @@ from dataclasses import asdict, dataclass
 
 from testbed.calibration.abci import request_for
 from testbed.calibration.compute import fitted_basis, measured_step_s, model_ir, train_request
+from testbed.calibration.dataparallel import (
+    dp_terms,
+    find_data_parallel,
+    host_cores,
+    rank_threads,
+)
+from testbed.calibration.dataparallel import step_s as dp_step_s
 from testbed.calibration.design import MIN_RESTARTS
 from testbed.calibration.network import collective_time_s, find_collective, measured_time_s
 from testbed.calibration.paradl import is_paradl_record, measurement_of
@@ -121,9 +129,23 @@ def _train(rec: TrainSummary, system: SystemProfile) -> list[Prediction]:
         measured, _ = measured_step_s(rec)
         return [Prediction(f"{cfg.framework}_step_s", measured, est.time_per_iteration_s,
                            label, basis)]
+    predicted = est.time_per_iteration_s
+    cores, threads = host_cores(rec), rank_threads(rec)
+    terms = dp_terms(cfg, system, cores, threads)
+    if terms is not None:
+        fits = system.records_fit.data_parallel if system.records_fit else ()
+        dp = find_data_parallel(fits, cfg.backend, cfg.device)
+        predicted = dp_step_s(terms, dp)
+        basis += (f"; {cfg.processes} rank(s) × {threads} thread(s) on {cores} core(s): "
+                  f"compute ×{terms.share:.2f}, loss all-reduce, {terms.waits:.2f} "
+                  f"expected wait(s) for a core")
+        if dp is None and terms.excess:
+            basis += "; flagged: no data-parallel fit (scheduling delay not priced)"
+        elif dp is not None and cfg.processes not in dp.processes:
+            basis += (f"; flagged: scheduling delay fitted on {', '.join(map(str, dp.processes))}"
+                      f" process(es), not {cfg.processes}")
     return [Prediction(f"{cfg.framework}_dp{cfg.processes}_step_s", rec.metrics.step_s,
-                       est.time_per_iteration_s, f"{label} ×{cfg.processes} {cfg.backend}",
-                       basis)]
+                       predicted, f"{label} ×{cfg.processes} {cfg.backend}", basis)]
 
 
 def _paradl(rec: TrainSummary, system: SystemProfile) -> list[Prediction]:

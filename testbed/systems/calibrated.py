@@ -142,6 +142,21 @@ class RestartFit(Strict):
         return self.other_s + self.process_start_s + self.setup_s + load_s + self.first_step_s
 
 
+class DataParallelFit(Strict):
+    """Data-parallel ranks sharing one host's CPU cores (:mod:`testbed.calibration.
+    dataparallel`): how long a rank woken inside a collective waits for a core when the
+    runnable tasks exceed the cores, fitted on the fit set's data-parallel runs."""
+
+    backend: str
+    device: str = "cpu"
+    cores: int = Field(ge=1, description="CPU cores the ranks shared when measured")
+    wait_s: NonNeg = Field(
+        description="κ: seconds a woken rank waits for a core (per expected wait)")
+    processes: tuple[int, ...] = Field(description="process counts of the runs fitted")
+    points: int = Field(ge=1)
+    residuals: Residuals
+
+
 class Machine(Strict):
     """The machine the records were measured on."""
 
@@ -191,6 +206,7 @@ class RecordsFit(Strict):
     network: tuple[AlphaBeta, ...] = ()
     storage: tuple[StorageFit, ...] = ()
     restart: tuple[RestartFit, ...] = ()
+    data_parallel: tuple[DataParallelFit, ...] = ()
     paradl: Residuals | None = Field(default=None,
                                      description="the ABCI/ParaDL fit, when records had one")
 

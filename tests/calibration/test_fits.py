@@ -159,3 +159,61 @@ def test_law_prices_memory_bound_work_per_activation_element():
     unseen = harness_model("mlp", width=256)
     assert law_time_s(fit.law, unseen, 512) == pytest.approx(law_time_s(law, unseen, 512),
                                                              rel=1e-2)
+
+
+def _dp_record(model, width, batch, processes, step_s):
+    return make_record(
+        "train_summary", env=env(world_size=processes), measured_at="2025-01-01T00:00:00Z",
+        method={"warmup": 3, "rounds": 3, "samples_per_round": 8,
+                "statistic": "median of round medians", "threads": 1, "affinity": "0-1"},
+        config={"framework": "torch", "model": model, "model_options": {"width": width},
+                "input_shape": "1x8x8", "batch_size": batch, "processes": processes,
+                "backend": "gloo"},
+        metrics={"steps": 10, "step_s": step_s})
+
+
+def test_data_parallel_fit_recovers_the_scheduling_delay_of_ranks_sharing_cores(tmp_path):
+    """Ranks sharing 2 cores (module testbed.calibration.dataparallel): compute stretched
+    by p/C, the loss all-reduce, and κ per expected wait for a core. Steps made with a
+    known κ give it back from two runs, and predict a third configuration."""
+    from testbed.calibration.dataparallel import (
+        dp_terms,
+        excess_tasks,
+        expected_waits,
+        step_s,
+        time_share,
+    )
+    from testbed.calibration.predict import predict_record
+    assert (excess_tasks(2, 1, 2), excess_tasks(3, 1, 2), excess_tasks(2, 1, 4)) == (1, 2, 0)
+    assert (time_share(2, 1, 2), time_share(3, 1, 2), time_share(4, 2, 2)) == (1.0, 1.5, 4.0)
+    # two calls a step: 2 ranks → 2·2·1·(1/3) waits; 3 ranks → 2·4·(2/4); 4 cores → none
+    assert expected_waits(2, 2, 1, 2) == pytest.approx(4 / 3)
+    assert (expected_waits(2, 3, 1, 2), expected_waits(2, 2, 1, 4)) == (4.0, 0.0)
+    base = _synthetic_train() + [
+        collective_record(4 * 4**k, 2 * (n - 1) * 50e-6 + 2 * (n - 1) / n * 4 * 4**k / 1e9,
+                          processes=n) for k in range(8) for n in (2, 3)]
+    plain = _profile(base, tmp_path, "plain")
+    system, _ = validate_profile(plain.data, "<plain>")
+    kappa = 7e-4
+    configs = [("mlp", 64, 16, 2), ("cnn", 16, 8, 3), ("mlp", 128, 32, 3)]
+    steps = {}
+    for m, w, b, n in configs:
+        cfg = _dp_record(m, w, b, n, 1.0).config
+        t = dp_terms(cfg, system, cores=2, threads=1)
+        assert t is not None and t.calls == 2 and t.excess == n - 1
+        assert t.share == max(1.0, n / 2) and t.loss_allreduce_s == pytest.approx(
+            2 * (n - 1) * 50e-6 + 2 * (n - 1) / n * 4 / 1e9, rel=1e-3)
+        assert t.waits == expected_waits(2, n, 1, 2)
+        steps[(m, w, b, n)] = t.priced_s + kappa * t.waits
+    fitted = _profile(base + [_dp_record(*c, steps[c]) for c in configs[:2]], tmp_path, "dp")
+    (dp,) = fitted.section.data_parallel
+    assert (dp.backend, dp.cores, dp.processes, dp.points) == ("gloo", 2, (2, 3), 2)
+    assert dp.wait_s == pytest.approx(kappa, rel=1e-3)
+    assert dp.residuals.accuracy == pytest.approx(1.0, abs=1e-3)
+    # the held-out configuration: its step from the fitted κ
+    prof, _ = validate_profile(fitted.data, "<dp>")
+    held = _dp_record(*configs[2], steps[configs[2]])
+    (pred,) = predict_record(held, prof, prof.records_fit)
+    assert pred.quantity == "torch_dp3_step_s" and "compute ×1.50" in pred.basis
+    assert pred.predicted == pytest.approx(steps[configs[2]], rel=1e-3)
+    assert step_s(dp_terms(held.config, prof, 2, 1), None) < pred.predicted   # κ counts

@@ -26,8 +26,12 @@ FRAMEWORKS = ("torch", "tensorflow", "chainer")
 #: The replayed run's floor is a guard against gross replay errors, not the 10% bar: on
 #: two shared cores a restart (85–95% of such a run) is a framework import whose time
 #: follows the machine's load, so one replay measured 0.99 idle and 0.65 under load.
+#: Data-parallel steps (ranks sharing the two cores) are heavy-tailed: their floor is a
+#: guard against the old error (no sharing, no loss all-reduce, no scheduling delay:
+#: 0.05–0.42), not the 25% bar the README's figures are held to.
 QUICK_FLOOR = {**{f"{fw}_step_s": 0.80 for fw in FRAMEWORKS},
-               "checkpoint_save_s": 0.60, "gloo_allreduce_2p_s": 0.60, "run_wall_s": 0.55}
+               "checkpoint_save_s": 0.60, "gloo_allreduce_2p_s": 0.60, "run_wall_s": 0.55,
+               "torch_dp2_step_s": 0.50, "torch_dp3_step_s": 0.50}
 QUICK_WORST = {f"{fw}_step_s": 0.55 for fw in FRAMEWORKS}
 
 
@@ -48,6 +52,10 @@ def test_quick_loop_writes_records_manifest_and_profile(quick_loop):
     for fit in each(prof.fit.restart, 3):
         assert fit.points >= 5, fit
     assert {ab.processes for ab in prof.fit.network} == {2, 3, 4}
+    # the scheduling delay of ranks sharing the cores, from the two fitted runs
+    (dp,) = prof.fit.data_parallel
+    assert (dp.backend, dp.processes, dp.points) == ("gloo", (2, 3), 2)
+    assert 1 <= dp.cores <= manifest["machine"]["cpu_count"]
 
 
 def test_every_record_says_how_it_was_measured(quick_loop):

@@ -18,8 +18,10 @@ def test_report_is_deterministic_and_the_study_agrees_with_the_closed_form(tmp_p
     sc = load_scenario(REPO / "scenarios" / "daly-6h.yaml")
     a = build_report(tmp_path / "a", run_scenario(sc, replications=30))
     b = build_report(tmp_path / "b", run_scenario(sc, replications=30))
-    assert [p.name for p in a.plots] == ["breakdown.png", "ettr_interval.png", "timeline.png"]
-    for name in ("summary.csv", "breakdown.csv", "ettr_interval.csv", "events.jsonl",
+    assert [p.name for p in a.plots] == ["breakdown.png", "ettr_interval.png",
+                                         "interval_paired.png", "timeline.png"]
+    for name in ("summary.csv", "breakdown.csv", "ettr_interval.csv", "interval_paired.csv",
+                 "events.jsonl",
                  "summary.json", "index.html", *[p.name for p in a.plots]):
         assert (a.out_dir / name).read_bytes() == (b.out_dir / name).read_bytes(), name
     rows = list(csv.DictReader((a.out_dir / "ettr_interval.csv").open()))
@@ -33,6 +35,27 @@ def test_report_is_deterministic_and_the_study_agrees_with_the_closed_form(tmp_p
     for r in each(rows):
         analytic = float(r["wall_s_mean"]) / float(r["analytic_wall_s"])
         assert abs(analytic - 1) < 0.01, r
+
+
+def test_paired_view_compares_each_interval_with_the_best_on_the_same_draws(tmp_path):
+    """The paired table is each point's ETTR minus the best point's, exactly (a ratio of
+    sums over the same replications), its interval holds the difference, and the far
+    intervals (¼× and 4× Daly's) are worse than the best beyond doubt."""
+    sc = load_scenario(REPO / "scenarios" / "daly-6h.yaml")
+    files = build_report(tmp_path / "r", run_scenario(sc, replications=30))
+    points = {float(r["multiple"]): float(r["ettr_mean"])
+              for r in csv.DictReader((files.out_dir / "ettr_interval.csv").open())}
+    paired = list(csv.DictReader((files.out_dir / "interval_paired.csv").open()))
+    best = max(points, key=lambda m: points[m])
+    assert len(paired) == len(points) - 1 == 8
+    for r in each(paired, at_least=8):
+        m, d = float(r["multiple"]), float(r["ettr_difference"])
+        assert float(r["reference_multiple"]) == best and m != best
+        assert d == pytest.approx(points[m] - points[best], abs=1e-12)
+        assert float(r["ci95_low"]) <= d <= float(r["ci95_high"]) and int(r["pairs"]) == 30
+    far = {float(r["multiple"]): float(r["ci95_high"]) for r in paired}
+    assert far[0.25] < 0 and far[4.0] < 0
+    assert "Which intervals are worse" in files.html.read_text()
 
 
 def test_study_one_times_point_is_the_scenario_summary():

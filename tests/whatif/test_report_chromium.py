@@ -74,11 +74,14 @@ def test_scenario_report_renders_every_plot(tmp_path):
     assert "in % of the useful compute" in dom and "checkpoints counted per" in dom
     assert "Strategies with no feasible configuration" in dom
     assert "filter parallelism over 256 GPUs &gt; 64 filters" in dom
-    assert plots == {"breakdown", "ettr_interval", "checkpoint_cost", "timeline", "strategies"}
+    assert plots == {"breakdown", "ettr_interval", "interval_paired", "checkpoint_cost",
+                     "timeline", "strategies"}
+    assert "Which intervals are worse (paired differences)" in dom
     assert len(files["plots"]) == len(images)
     for name, complete, width, height in each(images):
         assert complete and width > 300 and height > 200, name
-    for csv in ("summary.csv", "breakdown.csv", "ettr_interval.csv", "strategies.csv"):
+    for csv in ("summary.csv", "breakdown.csv", "ettr_interval.csv", "interval_paired.csv",
+                "strategies.csv"):
         assert (out / csv).stat().st_size > 0
     _screenshot(out / "index.html", tmp_path / "profile2", tmp_path / "page.png")
 

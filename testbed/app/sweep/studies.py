@@ -30,7 +30,7 @@ from testbed.app.resolve import (
 )
 from testbed.app.resolve.runaway import refuse_stepwise
 from testbed.app.sweep.runner import plan_points, point_rows
-from testbed.outcomes import Replicated, SimSummary, replicated_from_rows
+from testbed.outcomes import OUTCOME_KEYS, Replicated, SimSummary, replicated_from_rows
 from testbed.resilience.spec import SimSpec, SpecFacts, optimum_intervals_s
 from testbed.scenario.schema import Scenario
 
@@ -38,6 +38,8 @@ from testbed.scenario.schema import Scenario
 MULTIPLES = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 #: Longest segment (interval + checkpoint) studied, in job MTBFs.
 MAX_SEGMENT_MTBFS = 2.5
+#: Where useful and wall seconds sit in a replication's outcome row.
+_USEFUL, _WALL = OUTCOME_KEYS.index("useful_s"), OUTCOME_KEYS.index("wall_s")
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,10 @@ class StudyPoint:
     interval_s: float
     stats: Replicated
     analytic_wall_s: float | None
+    #: ``(useful_s, wall_s)`` of each replication, in replication order: on common
+    #: random numbers replication r of every point saw the same draws, so two points
+    #: are compared pair by pair (:func:`testbed.app.report.common.paired_ettr_difference`).
+    replications_useful_wall_s: tuple[tuple[float, float], ...] = ()
 
     def to_dict(self) -> dict:
         return {"multiple": self.multiple, "interval_s": self.interval_s,
@@ -138,9 +144,12 @@ def interval_study(sc: Scenario, spec: SimSpec, *, replications: int, seed: int,
         rows = point_rows(s, point.seed, point.replications, point.engine)
         if progress is not None:
             progress(point.replications)
+        outcomes = [r[1:-1] for r in rows]
         out.append(StudyPoint(multiple=m, interval_s=s.plan.interval_s,
-                              stats=replicated_from_rows([r[1:-1] for r in rows]),
-                              analytic_wall_s=s.analytical_wall_s))
+                              stats=replicated_from_rows(outcomes),
+                              analytic_wall_s=s.analytical_wall_s,
+                              replications_useful_wall_s=tuple(
+                                  (float(o[_USEFUL]), float(o[_WALL])) for o in outcomes)))
     return IntervalStudy(base=label, base_interval_s=base, young_interval_s=young,
                          daly_interval_s=daly, replications=replications, seed=seed,
                          single_level=len(facts.levels) > 1, points=tuple(out), left_out=left)
