@@ -4,6 +4,10 @@ concrete ones (every token real once the ``[optional]`` parts are dropped) that 
 fast run verbatim, from a scratch folder, and succeed.
 
 README.md is read when the test runs, so the test follows the README as it is rewritten.
+
+They run twice: as whoever runs the suite, and — when that is root, as on CI — again as an
+unprivileged user (``nobody``, through ``setpriv``, with a home of its own and nothing of
+root's environment), so a command that needs root's files, home or permissions fails here.
 """
 
 from __future__ import annotations
@@ -11,8 +15,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
+import site
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -159,6 +166,53 @@ def test_each_fast_concrete_readme_command_runs_verbatim(command, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "testbed", *_tokens(command)[1:]],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, f"{command}\n{proc.stderr[-2000:]}"
+
+
+#: The unprivileged user the commands run as when the suite runs as root.
+USER = "nobody"
+
+
+def _as_user_prefix() -> tuple[list[str], str]:
+    """(the command prefix that runs as :data:`USER` with an interpreter it may run,
+    why not when it cannot be done here)."""
+    if os.geteuid() != 0:
+        return [], "the suite already runs as a user: the test above is that run"
+    setpriv = shutil.which("setpriv")
+    # this interpreter may live under root's home (pyenv): take the system's own of the
+    # same version, which runs the same packages (the ABI of a minor version is fixed)
+    python = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if setpriv is None or not python.exists():
+        return [], f"needs setpriv and {python}"
+    prefix = [setpriv, f"--reuid={USER}", "--regid=nogroup", "--clear-groups"]
+    probe = subprocess.run([*prefix, "test", "-r", str(REPO / "testbed" / "__init__.py"), "-a",
+                            "-r", str(Path(click.__file__))], capture_output=True)
+    if probe.returncode != 0:
+        return [], f"the checkout or its packages are not readable by {USER}"
+    return [*prefix, "env", "-i", f"PATH={os.defpath}"], str(python)
+
+
+@pytest.mark.parametrize("command", _runnable() or ["(none)"])
+def test_each_fast_concrete_readme_command_runs_verbatim_as_a_user(command):
+    if command == "(none)":
+        pytest.skip("the README has no concrete fast command")
+    prefix, python = _as_user_prefix()
+    if not prefix:
+        pytest.skip(python)
+    home = Path(tempfile.mkdtemp(prefix="readme-user-"))
+    try:
+        shutil.chown(home, USER, "nogroup")
+        home.chmod(0o755)
+        for name in READ_FROM:
+            (home / name).symlink_to(REPO / name)
+        packages = os.pathsep.join([str(REPO), *site.getsitepackages()])
+        proc = subprocess.run([*prefix, f"HOME={home}", f"PYTHONPATH={packages}", python,
+                               "-m", "testbed", *_tokens(command)[1:]], cwd=home,
+                              capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, f"{command} (as {USER})\n{proc.stderr[-2000:]}"
+        owners = {p.owner() for p in home.rglob("*") if not p.is_symlink()}
+        assert owners <= {USER}, f"{command} left files owned by {owners - {USER}}"
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_the_walker_reads_the_readme_forms():
