@@ -9,7 +9,7 @@ there would fail on the machine, not on the code. So in ``make test`` a target o
 catches gross regressions: the bound is ``SLACK`` times the target, times how much
 slower this machine is *now* than the reference machine, measured by a fixed
 pure-Python kernel (``machine_slowdown``) run beside the benchmark, under the same load.
-A change that makes the code 3× slower still fails on every machine.
+Code that runs past 3× its target (on the reference machine's scale) fails on every machine.
 """
 
 from __future__ import annotations
