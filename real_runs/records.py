@@ -97,6 +97,12 @@ def checkpoint_records(report: dict[str, Any], *, measured_at: str | None = None
             for row in report["formats"]]
 
 
+def _mean_runnable(parts: list[dict[str, Any]]) -> float | None:
+    """Mean runnable tasks over a run's restarts (None: not read)."""
+    seen = [float(p["runnable_tasks"]) for p in parts if p.get("runnable_tasks") is not None]
+    return round(sum(seen) / len(seen), 3) if seen else None
+
+
 def supervised_records(summary: dict[str, Any], *, measured_at: str | None = None,
                        run_id: str = "", source: str = "testbed real-run train") -> list[Record]:
     """A supervised run (``real_runs.supervisor.supervise``): the run and its restarts."""
@@ -116,7 +122,8 @@ def supervised_records(summary: dict[str, Any], *, measured_at: str | None = Non
         metrics={**{k: summary[k] for k in ("wall_time_s", "kills", "restarts", "lost_steps",
                                             "checkpoints_committed", "checkpoint_aborts")},
                  "kills_during_restart": int(summary.get("kills_during_restart") or 0),
-                 "fallbacks": len(summary.get("corruptions_detected") or [])},
+                 "fallbacks": len(summary.get("corruptions_detected") or []),
+                 "restart_runnable_tasks": _mean_runnable(summary.get("restart_parts", []))},
         timeline=summary.get("timeline_records", []))
     restarts = [make_record(
         "restart", env=env, measured_at=measured_at, source=source, run_id=run_id,
@@ -127,6 +134,7 @@ def supervised_records(summary: dict[str, Any], *, measured_at: str | None = Non
                  "setup_s": part["setup_s"], "import_s": part.get("import_s"),
                  "load_s": part["load_s"],
                  "first_step_s": part["first_step_s"],
-                 "ckpt_bytes": part.get("ckpt_bytes", 0)})
+                 "ckpt_bytes": part.get("ckpt_bytes", 0),
+                 "runnable_tasks": part.get("runnable_tasks")})
         for part in summary.get("restart_parts", []) if part.get("restart_s", 0) > 0]
     return [run, *restarts]

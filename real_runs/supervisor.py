@@ -27,6 +27,7 @@ from real_runs.ckpt_store import CheckpointStore
 from real_runs.env import ERROR_PREFIX, INPUT_ERROR_STATUS, ChildFailed, child_env, python_cmd
 from real_runs.faults import KillSpec, damage_checkpoint
 from real_runs.harness import RunConfig
+from real_runs.loadprobe import runnable_besides_me
 from testbed import events as ev
 from testbed.errors import InputError
 
@@ -117,13 +118,18 @@ class RestartClock:
     ready_t: float | None = None
     load_t: float | None = None
     ckpt_bytes: int = 0
+    #: runnable tasks besides the supervisor, read while this restart is under way
+    runnable: list[int] = field(default_factory=list)
 
     def fields(self, resumed_t: float) -> dict[str, float]:
         after = self.load_t if self.load_t is not None else self.ready_t
-        return {"process_start_s": self.process_start_s, "import_s": self.import_s,
-                "setup_s": self.setup_s,
-                "load_s": self.load_s, "ckpt_bytes": self.ckpt_bytes,
-                "first_step_s": max(resumed_t - after, 0.0) if after is not None else 0.0}
+        out = {"process_start_s": self.process_start_s, "import_s": self.import_s,
+               "setup_s": self.setup_s,
+               "load_s": self.load_s, "ckpt_bytes": self.ckpt_bytes,
+               "first_step_s": max(resumed_t - after, 0.0) if after is not None else 0.0}
+        if self.runnable:
+            out["runnable_tasks"] = round(sum(self.runnable) / len(self.runnable), 3)
+        return out
 
 
 _PR_SET_PDEATHSIG = 1
@@ -364,6 +370,8 @@ def _watch(run: _Run, cur: _Incarnation, deadline: float) -> bool:
             raise WorkerFailed("supervised run exceeded its time limit")
         if rec is None:
             return False
+        if run.clock is not None and (tasks := runnable_besides_me()) is not None:
+            run.clock.runnable.append(tasks)
         if isinstance(rec, dict):
             _on_record(run, cur, rec)
         if cur.spec is not None and _should_fire(cur, run, now):

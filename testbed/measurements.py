@@ -158,6 +158,9 @@ PositiveBytes = Annotated[int, _counted(1, MAX_BYTES, "bytes")]
 #: Repetitions of a micro-benchmark and files of a checkpoint (at most one per step).
 PositiveInt = Annotated[int, _counted(1, MAX_STEPS, "repetitions")]
 NonNegInt = Annotated[int, _counted(0, MAX_STEPS, "events")]
+#: A count of tasks competing for the cores (a load average, a mean of running counts).
+RunnableTasks = Annotated[float, BeforeValidator(
+    lambda v: number_value(v, 0.0, float(MAX_PROCESSES), "runnable tasks"))] | None
 #: A per-sample input shape ``CxHxW`` (positive dimensions of at most MAX_SHAPE_DIM).
 InputShape = Annotated[str, shape_in(MAX_SHAPE_DIM)]
 #: The harness model options a record may carry, with the harness's own limits.
@@ -207,8 +210,7 @@ class Method(Strict):
     clock: Literal["wall", "cpu"] = "wall"
     threads: Processes = 1
     affinity: Line = Field(default="", description='CPUs the process may run on, e.g. "0-1"')
-    load_1m: Annotated[float, BeforeValidator(
-        lambda v: number_value(v, 0.0, float(MAX_PROCESSES), "runnable tasks"))] | None = None
+    load_1m: RunnableTasks = None
 
 
 class Environment(Strict):
@@ -398,6 +400,9 @@ class RestartMetrics(Strict):
         default=None, description="kill to training resumed (the checkpoint loaded): "
                                   "restart_s without the first step")
     fallbacks: NonNegInt = Field(default=0, description="damaged checkpoints skipped")
+    runnable_tasks: RunnableTasks = Field(
+        default=None, description="mean runnable tasks besides the supervisor while the "
+                                  "restart was under way (real_runs.loadprobe)")
 
 
 class Restart(_Record):
@@ -443,6 +448,9 @@ class RunMetrics(Strict):
                                                                "job was restarting")
     fallbacks: StepsOrZero = Field(default=0, description="damaged checkpoints a restart "
                                                           "skipped for an older one")
+    restart_runnable_tasks: RunnableTasks = Field(
+        default=None, description="mean runnable tasks besides the supervisor during the "
+                                  "run's restarts (real_runs.loadprobe)")
 
 
 class TimelineEvent(Strict):

@@ -11,6 +11,9 @@ system profile out (written through :mod:`testbed.io.write`). Modules:
   (garbage is refused naming file, line and key);
 * :mod:`~testbed.calibration.compute`, :mod:`~testbed.calibration.network`,
   :mod:`~testbed.calibration.storage`, :mod:`~testbed.calibration.restart` — the fits;
+* :mod:`~testbed.calibration.dataparallel` — data-parallel ranks sharing one host's
+  cores: time slicing, the harness's loss all-reduce, the wait for a core (fitted once
+  the compute and network fits are in the profile);
 * :mod:`~testbed.calibration.abci` — the ABCI/ParaDL fit (the one implementation);
 * :mod:`~testbed.calibration.paradl` — that fit from records (``testbed calibrate CSV``
   imports the CSV as records and runs it, :mod:`testbed.calibration.abci_csv`);

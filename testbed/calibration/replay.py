@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 
 from testbed import events as ev
 from testbed.calibration.compute import fitted_basis, model_ir, train_request
-from testbed.calibration.restart import restart_time_s
+from testbed.calibration.restart import load_factor, restart_time_s
 from testbed.calibration.storage import bytes_on_disk, load_time_s, save_time_s
 from testbed.errors import ScenarioError
 from testbed.io.read import read_jsonl
@@ -89,6 +89,8 @@ class RunPlan:
     kills: tuple[Kill, ...]
     measured: Measured | None = None
     keep: int = 3
+    #: runnable tasks besides the supervisor during the run's restarts (None: not read)
+    runnable_tasks: float | None = None
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,8 @@ def plan_of_record(record: SupervisedRun) -> RunPlan:
                             measured.checkpoint_s, measured.restart_s, record.metrics.kills)
     return RunPlan(config=record.config, steps=record.steps,
                    checkpoint_every=record.checkpoint_every, kills=tuple(record.kills),
-                   measured=measured, keep=record.keep)
+                   measured=measured, keep=record.keep,
+                   runnable_tasks=record.metrics.restart_runnable_tasks)
 
 
 def measured_from_timeline(events: list[TimelineEvent] | list[dict]) -> Measured | None:
@@ -227,12 +230,17 @@ def replay_costs(system: SystemProfile, plan: RunPlan) -> ReplayCosts:
                             "records of that framework", field="calibration.records_fit")
     nbytes = bytes_on_disk(storage, state_bytes(ir.parameters, "momentum", "fp32"))
     load = load_time_s(storage, nbytes) or 0.0
-    startup = restart.process_start_s + restart.setup_s + restart.first_step_s
+    # restarts are CPU-bound: carried from the load they were fitted under to the run's
+    factor = load_factor(restart, plan.runnable_tasks, system.node.cpu_cores)
+    startup = (restart.process_start_s + restart.setup_s + restart.first_step_s) * factor
+    loaded = (f", × {factor:.2f} for the run's load ({plan.runnable_tasks:g} runnable task(s) "
+              f"on {system.node.cpu_cores} core(s), fitted at {restart.runnable_tasks:g})"
+              if factor != 1.0 else "")
     return ReplayCosts(step_s=step, checkpoint_s=save_time_s(storage, nbytes), load_s=load,
-                       restart_s=restart_time_s(restart, 0.0), startup_s=startup,
+                       restart_s=restart_time_s(restart, 0.0) * factor, startup_s=startup,
                        ckpt_bytes=nbytes,
                        basis=f"oracle step ({est.calibration}); storage {HARNESS_FORMAT}; "
-                             f"restart fit ({restart.points} restart(s))")
+                             f"restart fit ({restart.points} restart(s)){loaded}")
 
 
 @dataclass(frozen=True)

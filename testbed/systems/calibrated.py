@@ -134,6 +134,9 @@ class RestartFit(Strict):
     import_s: NonNeg | None = Field(default=None, description="of which framework import")
     first_step_s: NonNeg = Field(description="first step after the load (warm-up)")
     other_s: NonNeg = Field(description="supervisor detection and spawn, unexplained rest")
+    runnable_tasks: NonNeg | None = Field(
+        default=None, description="median runnable tasks besides the supervisor during the "
+                                  "fitted restarts (None: not read)")
     points: int = Field(ge=0)
     residuals: Residuals
 

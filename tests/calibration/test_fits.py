@@ -217,3 +217,25 @@ def test_data_parallel_fit_recovers_the_scheduling_delay_of_ranks_sharing_cores(
     assert pred.quantity == "torch_dp3_step_s" and "compute ×1.50" in pred.basis
     assert pred.predicted == pytest.approx(steps[configs[2]], rel=1e-3)
     assert step_s(dp_terms(held.config, prof, 2, 1), None) < pred.predicted   # κ counts
+
+
+def test_a_restart_fitted_under_one_load_is_carried_to_another():
+    """Processor sharing: CPU-bound restart work with R runnable tasks on C cores takes
+    max(1, R/C) of its idle time. The fit keeps the median R of its restarts; a run
+    under another R gets the ratio of the two stretches (1 when either is unknown)."""
+    from testbed.calibration.restart import load_factor, load_stretch
+
+    def rec(total, runnable):
+        return make_record("restart", env=env(), framework="chainer", model="mlp",
+                           incarnation=1,
+                           metrics={"restart_s": total, "process_start_s": 0.05,
+                                    "setup_s": 0.4, "load_s": 0.01, "first_step_s": 0.01,
+                                    "runnable_tasks": runnable})
+    assert (load_stretch(1.0, 2), load_stretch(3.0, 2), load_stretch(0.0, 2)) == (1.0, 1.5, 1.0)
+    (rf,) = fit_restart([rec(0.8, 1.0), rec(0.85, 1.2), rec(0.9, 3.0)])
+    assert rf.runnable_tasks == 1.2
+    assert load_factor(rf, 3.0, 2) == pytest.approx(1.5)      # idle fit, a run on 3 tasks
+    assert load_factor(rf, 1.0, 2) == 1.0                     # both below the cores
+    assert load_factor(rf, None, 2) == 1.0
+    (old,) = fit_restart([rec(0.8, None)])
+    assert old.runnable_tasks is None and load_factor(old, 5.0, 2) == 1.0

@@ -51,6 +51,8 @@ def test_quick_loop_writes_records_manifest_and_profile(quick_loop):
     assert {r.framework for r in prof.fit.restart} == set(FRAMEWORKS)
     for fit in each(prof.fit.restart, 3):
         assert fit.points >= 5, fit
+        # the load each restart ran under, read while it was under way (Linux)
+        assert fit.runnable_tasks is not None and fit.runnable_tasks > 0, fit
     assert {ab.processes for ab in prof.fit.network} == {2, 3, 4}
     # the scheduling delay of ranks sharing the cores, from the two fitted runs
     (dp,) = prof.fit.data_parallel
@@ -121,6 +123,8 @@ def test_replay_of_the_held_out_run(quick_loop, framework, tmp_path):
     assert out["predicted"]["wall_time_s"] == pytest.approx(out["schedule_wall_s"], rel=1e-9)
     # the damaged checkpoint's fall-back is replayed: the steps lost are the real run's
     assert out["predicted"]["lost_steps"] == out["measured"]["lost_steps"]
+    # the run's own load during its restarts is on the record, for the replay to price
+    assert json.loads(lines[0])["metrics"]["restart_runnable_tasks"] > 0
     assert out["wall_time_accuracy"] >= QUICK_FLOOR["run_wall_s"]
     text = run_testbed("simulate", "--replay-run", str(run), "--system",
                        str(quick_loop["profile"]))
