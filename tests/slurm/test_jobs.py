@@ -191,7 +191,10 @@ def test_training_job_requeued_at_its_time_limit_and_after_a_kill_resumes(slurm,
     headers = [line for line in log.splitlines() if line.startswith("== testbed job train: Slurm")]
     assert [h.split("incarnation ")[1].split(",")[0] for h in headers] == ["0", "1", "2"]
     assert "Slurm warns of the time limit" in log and f"requeued job {job}" in log
-    assert log.count("DUE TO JOB REQUEUE") == 2
+    # slurmstepd's notice of each requeue: it writes it as it ends the step, and under
+    # load it can lose that race (one of two once, in a fresh-clone run beside another);
+    # the requeues themselves are the Restarts count and the three segments above
+    assert 1 <= log.count("DUE TO JOB REQUEUE") <= 2
     # the records of every incarnation: each one's restart, then the profile's steps
     recs = _records(results / "measurements.jsonl")
     restarts = [r for r in recs if r.kind == "restart"]
