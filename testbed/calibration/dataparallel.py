@@ -40,7 +40,7 @@ from testbed.calibration.compute import train_request
 from testbed.calibration.metrics import residuals, sig
 from testbed.calibration.network import collective_time_s, find_collective
 from testbed.measurements import TrainConfig, TrainSummary
-from testbed.oracle import estimate
+from testbed.oracle import Estimate, estimate
 from testbed.systems.calibrated import DataParallelFit
 from testbed.systems.profile import SystemProfile
 
@@ -102,11 +102,12 @@ class DpTerms:
         return self.oracle_s + (self.share - 1.0) * self.compute_s + self.loss_allreduce_s
 
 
-def dp_terms(cfg: TrainConfig, system: SystemProfile, cores: int, threads: int
-             ) -> DpTerms | None:
+def dp_terms(cfg: TrainConfig, system: SystemProfile, cores: int, threads: int,
+             est: Estimate | None = None) -> DpTerms | None:
     """The priced parts of ``cfg`` (``processes > 1``) on ``system``, or None when the
-    oracle has no step for it or the profile no all-reduce fit for its backend."""
-    est = estimate(train_request(cfg, system))
+    oracle has no step for it or the profile no all-reduce fit for its backend
+    (``est``: the oracle's estimate of ``cfg`` when the caller has it already)."""
+    est = est if est is not None else estimate(train_request(cfg, system))
     fit = system.records_fit
     if est.time_per_iteration_s is None or fit is None:
         return None

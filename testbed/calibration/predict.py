@@ -131,7 +131,7 @@ def _train(rec: TrainSummary, system: SystemProfile) -> list[Prediction]:
                            label, basis)]
     predicted = est.time_per_iteration_s
     cores, threads = host_cores(rec), rank_threads(rec)
-    terms = dp_terms(cfg, system, cores, threads)
+    terms = dp_terms(cfg, system, cores, threads, est)
     if terms is not None:
         fits = system.records_fit.data_parallel if system.records_fit else ()
         dp = find_data_parallel(fits, cfg.backend, cfg.device)
