@@ -284,8 +284,7 @@ class CheckpointStore:
         if final.exists():
             # Re-writing the same step after a restart: replace it atomically enough —
             # move the old one aside first so a crash leaves one of the two intact.
-            aside = self.root / f"{TMP_PREFIX}{step:08d}-old-{os.getpid()}"
-            os.rename(final, aside)
+            aside = self.retire(Committed(step, final))
             os.rename(tmp, final)
             shutil.rmtree(aside, ignore_errors=True)
         else:
@@ -299,9 +298,21 @@ class CheckpointStore:
         entries = self.committed()
         removed = []
         for entry in entries[:-self.keep]:
-            shutil.rmtree(entry.path, ignore_errors=True)
+            shutil.rmtree(self.retire(entry), ignore_errors=True)
             removed.append(entry.step)
         return removed
+
+    def retire(self, entry: Committed) -> Path:
+        """Take a committed checkpoint out of the store in one rename, before its files
+        are removed: a writer killed while removing them (a SIGKILL, a Slurm requeue)
+        leaves a partial folder that :meth:`clean_partial` removes, never a committed
+        one without its manifest, which :meth:`check_usable` would refuse. Returns
+        where it now is."""
+        aside = self.root / f"{TMP_PREFIX}{entry.step:08d}-old-{os.getpid()}"
+        if aside.exists():
+            shutil.rmtree(aside, ignore_errors=True)
+        os.rename(entry.path, aside)
+        return aside
 
     def bytes_on_disk(self, entry: Committed) -> int:
         return sum(p.stat().st_size for p in entry.path.rglob("*") if p.is_file())

@@ -43,6 +43,22 @@ def test_keep_last_k(tmp_path):
     assert [c.step for c in store.committed()] == [9, 12]
 
 
+def test_a_pruned_checkpoint_leaves_the_store_in_one_rename(tmp_path):
+    """Pruning renames a checkpoint out of the store before removing its files, so a
+    writer killed half-way through the removal (a Slurm requeue did it: the next process
+    found step-00001100 without its manifest and refused the whole run) leaves only a
+    partial folder, which the next start removes."""
+    store = CheckpointStore(tmp_path, "torch", "mlp", keep=2)
+    for step in (3, 6):
+        _write(store, step, bytes([step]) * 64)
+    oldest = store.committed()[0]
+    aside = store.retire(oldest)          # what a kill right after the rename leaves
+    assert not oldest.path.exists() and (aside / MANIFEST).exists()
+    assert [c.step for c in store.committed()] == [6]
+    store.check_usable()                  # the next process starts
+    assert store.clean_partial() == [aside.name] and not aside.exists()
+
+
 @pytest.mark.parametrize("mode", ["truncate", "bitflip", "manifest"])
 def test_damaged_newest_falls_back_to_previous(tmp_path, mode):
     store = CheckpointStore(tmp_path, "chainer", "cnn", keep=3)
