@@ -97,10 +97,10 @@ def checkpoint_records(report: dict[str, Any], *, measured_at: str | None = None
             for row in report["formats"]]
 
 
-def _mean_runnable(parts: list[dict[str, Any]]) -> float | None:
-    """Mean runnable tasks over a run's restarts (None: not read)."""
-    seen = [float(p["runnable_tasks"]) for p in parts if p.get("runnable_tasks") is not None]
-    return round(sum(seen) / len(seen), 3) if seen else None
+def _mean_part(parts: list[dict[str, Any]], key: str) -> float | None:
+    """Mean of ``key`` over a run's restarts (None: not read)."""
+    seen = [float(p[key]) for p in parts if p.get(key) is not None]
+    return round(sum(seen) / len(seen), 4) if seen else None
 
 
 def supervised_records(summary: dict[str, Any], *, measured_at: str | None = None,
@@ -110,6 +110,7 @@ def supervised_records(summary: dict[str, Any], *, measured_at: str | None = Non
     env = _env(summary["env"])
     kills = [{k: v for k, v in spec.items() if v not in (None, False)}
              for spec in summary.get("kill_plan", [])]
+    parts = summary.get("restart_parts", [])
     # one run, one figure each (its wall time; each restart), on the wall clock
     method = method_fields(warmup=0, rounds=1, samples_per_round=1, statistic="single",
                            load=load_1m())
@@ -123,7 +124,11 @@ def supervised_records(summary: dict[str, Any], *, measured_at: str | None = Non
                                             "checkpoints_committed", "checkpoint_aborts")},
                  "kills_during_restart": int(summary.get("kills_during_restart") or 0),
                  "fallbacks": len(summary.get("corruptions_detected") or []),
-                 "restart_runnable_tasks": _mean_runnable(summary.get("restart_parts", []))},
+                 "restart_runnable_tasks": _mean_part(parts, "runnable_tasks"),
+                 "train_runnable_tasks": summary.get("train_runnable_tasks"),
+                 "restart_cpu_stretch": _mean_part(parts, "cpu_stretch"),
+                 **{k: summary.get(k) for k in ("start_s", "end_s", "start_on_cpu_s",
+                                                "start_cpu_stretch", "train_cpu_stretch")}},
         timeline=summary.get("timeline_records", []))
     restarts = [make_record(
         "restart", env=env, measured_at=measured_at, source=source, run_id=run_id,
@@ -135,6 +140,8 @@ def supervised_records(summary: dict[str, Any], *, measured_at: str | None = Non
                  "load_s": part["load_s"],
                  "first_step_s": part["first_step_s"],
                  "ckpt_bytes": part.get("ckpt_bytes", 0),
-                 "runnable_tasks": part.get("runnable_tasks")})
+                 "runnable_tasks": part.get("runnable_tasks"),
+                 "cpu_stretch": part.get("cpu_stretch"),
+                 "on_cpu_s": part.get("on_cpu_s")})
         for part in summary.get("restart_parts", []) if part.get("restart_s", 0) > 0]
     return [run, *restarts]

@@ -27,7 +27,7 @@ from real_runs.ckpt_store import CheckpointStore
 from real_runs.env import ERROR_PREFIX, INPUT_ERROR_STATUS, ChildFailed, child_env, python_cmd
 from real_runs.faults import KillSpec, damage_checkpoint
 from real_runs.harness import RunConfig
-from real_runs.loadprobe import runnable_besides_me
+from real_runs.loadprobe import cpu_stretch, runnable_besides_me, sched_ns
 from testbed import events as ev
 from testbed.errors import InputError
 
@@ -120,6 +120,8 @@ class RestartClock:
     ckpt_bytes: int = 0
     #: runnable tasks besides the supervisor, read while this restart is under way
     runnable: list[int] = field(default_factory=list)
+    #: the new worker's (on-CPU, waiting) ns from its spawn to its first step
+    sched: tuple[int, int] | None = None
 
     def fields(self, resumed_t: float) -> dict[str, float]:
         after = self.load_t if self.load_t is not None else self.ready_t
@@ -129,6 +131,9 @@ class RestartClock:
                "first_step_s": max(resumed_t - after, 0.0) if after is not None else 0.0}
         if self.runnable:
             out["runnable_tasks"] = round(sum(self.runnable) / len(self.runnable), 3)
+        if self.sched is not None and (s := cpu_stretch(*self.sched)) is not None:
+            out["cpu_stretch"] = round(s, 4)
+            out["on_cpu_s"] = round(self.sched[0] / 1e9, 6)
         return out
 
 
@@ -234,6 +239,17 @@ class _Run:
     result: dict[str, Any] | None = None
     last_step_before_kill: int | None = None
     clock: RestartClock | None = None
+    #: runnable tasks besides the supervisor, read while the run trains (no restart
+    #: under way): a single-threaded step's wall time is its CPU time stretched by them
+    train_runnable: list[int] = field(default_factory=list)
+    #: the workers' (on-CPU, waiting) ns: the first start (spawn to first step), and
+    #: training (first step to the kill or the result), over the incarnations
+    start_sched: tuple[int, int] | None = None
+    train_sched: list[int] = field(default_factory=lambda: [0, 0])
+    #: when the first worker's first step was done, and the last worker's last step
+    #: (seconds after the run began)
+    start_s: float | None = None
+    last_step_t: float | None = None
 
 
 @dataclass
@@ -246,6 +262,13 @@ class _Incarnation:
     range_start: int | None = None
     step: int | None = None
     writing: int | None = None
+    trained: bool = False                 # its first step is done
+    last_step_t: float | None = None      # when its last reported step was done
+    #: the worker's (on-CPU, waiting) ns at its first step (None: not yet, or unknown)
+    sched_at_first_step: tuple[int, int] | None = None
+
+    def sched_now(self) -> tuple[int, int] | None:
+        return sched_ns(self.inc.proc.pid)
 
 
 def event_time_s(run: _Run, rec: dict[str, Any]) -> float:
@@ -266,6 +289,7 @@ def _on_record(run: _Run, cur: _Incarnation, rec: dict[str, Any]) -> None:
     when = event_time_s(run, rec)
     if rec.get("type") == "result":
         run.result = rec
+        _book_training(run, cur)
     elif kind == "ready" and run.clock is not None:
         run.clock.ready_t = when
         run.clock.setup_s = float(rec.get("setup_s", 0.0))
@@ -282,7 +306,10 @@ def _on_record(run: _Run, cur: _Incarnation, rec: dict[str, Any]) -> None:
             run.clock.load_s = float(rec["duration_s"])
             run.clock.ckpt_bytes = run.commit_bytes.get(int(rec["step"]), 0)
     elif kind == "step":
-        cur.step = rec["step"]
+        cur.step, cur.last_step_t = rec["step"], when
+        if not cur.trained:
+            cur.trained = True
+            _first_step(run, cur, when)
         if not cur.resumed:
             _resumed(run, cur.step, when)
             cur.resumed = True
@@ -328,8 +355,33 @@ def _should_fire(cur: _Incarnation, run: _Run, now: float) -> bool:
     return spec.at_s is not None and now - cur.inc.started >= spec.at_s
 
 
+def _first_step(run: _Run, cur: _Incarnation, when: float) -> None:
+    """An incarnation's first step: what its start lived (for a restart, the restart's
+    CPU stretch; for the first incarnation, the run's start's, and when it was done)."""
+    cur.sched_at_first_step = now = cur.sched_now()
+    first_start = run.clock is None and run.start_s is None
+    if first_start:
+        run.start_s = when
+    if now is None:
+        return
+    if run.clock is not None:
+        run.clock.sched = now
+    elif first_start:
+        run.start_sched = now
+
+
+def _book_training(run: _Run, cur: _Incarnation) -> None:
+    """Add what the worker lived since its first step to the run's training."""
+    first, now = cur.sched_at_first_step, cur.sched_now()
+    if first is not None and now is not None:
+        run.train_sched[0] += now[0] - first[0]
+        run.train_sched[1] += now[1] - first[1]
+        cur.sched_at_first_step = None
+
+
 def _kill(run: _Run, cur: _Incarnation, spec: KillSpec) -> None:
     tl = run.timeline
+    _book_training(run, cur)
     killed_t = time.perf_counter() - tl.t0        # when the signal went, not when reaped
     cur.inc.proc.send_signal(signal.SIGKILL)
     cur.inc.proc.wait()
@@ -370,8 +422,8 @@ def _watch(run: _Run, cur: _Incarnation, deadline: float) -> bool:
             raise WorkerFailed("supervised run exceeded its time limit")
         if rec is None:
             return False
-        if run.clock is not None and (tasks := runnable_besides_me()) is not None:
-            run.clock.runnable.append(tasks)
+        if (tasks := runnable_besides_me()) is not None:
+            (run.clock.runnable if run.clock is not None else run.train_runnable).append(tasks)
         if isinstance(rec, dict):
             _on_record(run, cur, rec)
         if cur.spec is not None and _should_fire(cur, run, now):
@@ -427,6 +479,10 @@ def supervise(cfg: RunConfig, ckpt_dir: Path, plan: list[KillSpec], *,
     return _summary(cfg, run, plan, wall0, verify=verify, timeline_path=timeline_path)
 
 
+def _rounded(stretch: float | None) -> float | None:
+    return round(stretch, 4) if stretch is not None else None
+
+
 def _summary(cfg: RunConfig, run: _Run, plan: list[KillSpec], wall0: float, *, verify: bool,
              timeline_path: Path | None) -> dict[str, Any]:
     """The summary record of a finished supervised run (compared with an uninterrupted
@@ -434,6 +490,7 @@ def _summary(cfg: RunConfig, run: _Run, plan: list[KillSpec], wall0: float, *, v
     result = run.result
     assert result is not None           # supervise() loops until the run has a result
     run.timeline.add(ev.JOB_END, step=result["step"])
+    end_t = run.timeline.records[-1]["t_s"]
     summary: dict[str, Any] = {
         "framework": cfg.framework, "model": cfg.model, "seed": cfg.seed, "steps": cfg.steps,
         "checkpoint_every": cfg.checkpoint_every, "kills": run.kills,
@@ -443,6 +500,15 @@ def _summary(cfg: RunConfig, run: _Run, plan: list[KillSpec], wall0: float, *, v
         "damaged": run.damages, "final_params_sha256": result["params_sha256"],
         "losses": result["losses"], "identical_to_uninterrupted": None, "env": result["env"],
         "config": run_config_fields(cfg), "keep": cfg.keep, "restart_parts": run.restart_parts,
+        "train_runnable_tasks": (round(sum(run.train_runnable) / len(run.train_runnable), 3)
+                                 if run.train_runnable else None),
+        "start_s": run.start_s, "end_s": (max(end_t - run.last_step_t, 0.0)
+                                          if run.last_step_t is not None else None),
+        "start_on_cpu_s": (round(run.start_sched[0] / 1e9, 6)
+                           if run.start_sched is not None else None),
+        "start_cpu_stretch": _rounded(cpu_stretch(*run.start_sched)
+                                      if run.start_sched is not None else None),
+        "train_cpu_stretch": _rounded(cpu_stretch(*run.train_sched)),
         "kill_plan": [asdict(spec) for spec in plan[:run.kills]],
         "timeline_records": run.timeline.records,
     }
@@ -487,8 +553,10 @@ def _finish_incarnation(run: _Run, cur: _Incarnation) -> None:
             raise InputError(message.removeprefix(ERROR_PREFIX))
         raise WorkerFailed(f"worker exited with status {code}: {message}")
     cur.inc.stderr_path.unlink(missing_ok=True)
+    run.last_step_t = cur.last_step_t
     if cur.range_start is not None and cur.step is not None:
-        run.timeline.add(ev.STEPS, start_step=cur.range_start, end_step=cur.step)
+        run.timeline.add(ev.STEPS, t_s=cur.last_step_t, start_step=cur.range_start,
+                         end_step=cur.step)
 
 
 def default_timeline_path(ckpt_dir: Path) -> Path:

@@ -161,6 +161,10 @@ NonNegInt = Annotated[int, _counted(0, MAX_STEPS, "events")]
 #: A count of tasks competing for the cores (a load average, a mean of running counts).
 RunnableTasks = Annotated[float, BeforeValidator(
     lambda v: number_value(v, 0.0, float(MAX_PROCESSES), "runnable tasks"))] | None
+#: How much longer CPU-bound work took than alone on a core (real_runs.loadprobe: a
+#: worker's on-CPU plus run-queue time over its on-CPU time; 1 on an idle machine).
+CpuStretch = Annotated[float, BeforeValidator(
+    lambda v: number_value(v, 1.0, float(MAX_PROCESSES), "CPU stretch"))] | None
 #: A per-sample input shape ``CxHxW`` (positive dimensions of at most MAX_SHAPE_DIM).
 InputShape = Annotated[str, shape_in(MAX_SHAPE_DIM)]
 #: The harness model options a record may carry, with the harness's own limits.
@@ -403,6 +407,12 @@ class RestartMetrics(Strict):
     runnable_tasks: RunnableTasks = Field(
         default=None, description="mean runnable tasks besides the supervisor while the "
                                   "restart was under way (real_runs.loadprobe)")
+    cpu_stretch: CpuStretch = Field(
+        default=None, description="the new worker's (on-CPU + waiting) / on-CPU time from "
+                                  "its spawn to its first step (real_runs.loadprobe)")
+    on_cpu_s: NonNegFloat | None = Field(
+        default=None, description="the new worker's time on a core from its spawn to its "
+                                  "first step (the part of the restart the load stretches)")
 
 
 class Restart(_Record):
@@ -451,6 +461,26 @@ class RunMetrics(Strict):
     restart_runnable_tasks: RunnableTasks = Field(
         default=None, description="mean runnable tasks besides the supervisor during the "
                                   "run's restarts (real_runs.loadprobe)")
+    train_runnable_tasks: RunnableTasks = Field(
+        default=None, description="mean runnable tasks besides the supervisor while the "
+                                  "run trained, between its restarts (real_runs.loadprobe)")
+    start_s: NonNegFloat | None = Field(
+        default=None, description="the run's start to the first worker's first step done "
+                                  "(interpreter start, framework import, model build)")
+    end_s: NonNegFloat | None = Field(
+        default=None, description="the last worker's last step done to the run's end (its "
+                                  "result, the environment it records, its exit)")
+    start_on_cpu_s: NonNegFloat | None = Field(
+        default=None, description="the first worker's time on a core from its spawn to its "
+                                  "first step")
+    start_cpu_stretch: CpuStretch = Field(
+        default=None, description="the first worker's CPU stretch from its spawn to its "
+                                  "first step (real_runs.loadprobe)")
+    restart_cpu_stretch: CpuStretch = Field(
+        default=None, description="mean CPU stretch of the run's restarts")
+    train_cpu_stretch: CpuStretch = Field(
+        default=None, description="the workers' CPU stretch while training, first step to "
+                                  "kill or result, over the incarnations")
 
 
 class TimelineEvent(Strict):

@@ -11,7 +11,7 @@ import pytest
 
 from testbed.app.cli.main import main
 from testbed.errors import ScenarioError
-from testbed.oracle.request import SCHEDULES, STRATEGIES
+from testbed.oracle.names import SCHEDULES, STRATEGIES
 from testbed.oracle.state import DTYPE_BYTES, PRECISIONS
 from testbed.resilience.ckpt_policy import POLICIES, PolicyName
 from testbed.resilience.spec import ENGINES

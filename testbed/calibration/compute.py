@@ -42,7 +42,7 @@ from testbed.oracle.fitted import LAW_LAYER_KINDS, features, law_time_s
 from testbed.systems.calibrated import ComputeFit, ComputeLaw, StepLine
 from testbed.systems.profile import SystemProfile
 
-__all__ = ["LAW_LAYER_KINDS", "MIN_BATCHES", "ComputePoint", "features", "fit_compute", "fitted_basis", "law_time_s", "measured_step_s", "model_ir",
+__all__ = ["LAW_LAYER_KINDS", "MIN_BATCHES", "ComputePoint", "cpu_timed", "features", "fit_compute", "fitted_basis", "law_time_s", "measured_step_s", "model_ir",
            "predict_compute_s", "train_request"]
 
 #: Fewest distinct batches that separate the fixed cost from the per-sample cost.
@@ -76,10 +76,16 @@ def fitted_basis(basis: str) -> bool:
     return "compute measured" in basis or "compute law" in basis
 
 
+def cpu_timed(cfg: TrainConfig) -> bool:
+    """Whether the fit prices a step of ``cfg`` at its process CPU time (one process on
+    CPU cores), so that its wall time on a loaded machine is that stretched by the load."""
+    return cfg.device == "cpu" and cfg.processes == 1
+
+
 def measured_step_s(record: TrainSummary) -> tuple[float, str]:
     """The step time the fit uses and its name (see the module doc)."""
     cfg, m = record.config, record.metrics
-    if cfg.device == "cpu" and cfg.processes == 1 and m.step_cpu_s is not None:
+    if cpu_timed(cfg) and m.step_cpu_s is not None:
         return m.step_cpu_s, "step_cpu_s"
     return m.step_s, "step_s"
 

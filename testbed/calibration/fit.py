@@ -44,7 +44,14 @@ from testbed.calibration.records import RecordSet, check_machine
 from testbed.calibration.restart import fit_restart
 from testbed.calibration.storage import fit_storage
 from testbed.errors import ScenarioError
-from testbed.measurements import Checkpoint, Collective, Restart, TrainConfig, TrainSummary
+from testbed.measurements import (
+    Checkpoint,
+    Collective,
+    Restart,
+    SupervisedRun,
+    TrainConfig,
+    TrainSummary,
+)
 from testbed.model.ir import Model
 from testbed.systems.calibrated import (
     DEFAULT_CHECKPOINT_FORMAT,
@@ -120,7 +127,8 @@ def fit_sections(records: list, system: SystemProfile) -> Sections:
         network=fit_network([r for r in records if isinstance(r, Collective)],
                             tier_spans(system), system.node.gpus_per_node),
         storage=fit_storage([r for r in records if isinstance(r, Checkpoint)]),
-        restart=fit_restart([r for r in records if isinstance(r, Restart)]))
+        restart=fit_restart([r for r in records if isinstance(r, Restart)],
+                            [r for r in records if isinstance(r, SupervisedRun)]))
 
 
 def default_framework(records: list[TrainSummary]) -> str | None:

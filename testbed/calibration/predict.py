@@ -42,7 +42,7 @@ from testbed.calibration.replay import (
     replay_costs,
     replay_spec,
 )
-from testbed.calibration.restart import find_restart, restart_time_s
+from testbed.calibration.restart import find_restart, load_factor, load_words, restart_time_s
 from testbed.calibration.storage import (
     find_storage,
     load_time_s,
@@ -187,7 +187,7 @@ def _checkpoint(rec: Checkpoint, fit: RecordsFit) -> list[Prediction]:
     return out
 
 
-def _restart(rec: Restart, fit: RecordsFit) -> list[Prediction]:
+def _restart(rec: Restart, fit: RecordsFit, cores: int) -> list[Prediction]:
     rf = find_restart(fit.restart, rec.framework)
     if rf is None:
         return []
@@ -196,9 +196,14 @@ def _restart(rec: Restart, fit: RecordsFit) -> list[Prediction]:
         st = find_storage(fit.storage, rec.framework, HARNESS_FORMAT)
         load = (load_time_s(st, rec.metrics.ckpt_bytes) or 0.0) if st else rec.metrics.load_s
     basis = f"restart fit (medians of {rf.points} restart(s))"
+    # carried from the load it was fitted under to the load this restart ran under
+    m = rec.metrics
+    factor = load_factor(rf, m.runnable_tasks, cores, m.cpu_stretch)
+    basis += load_words(factor, m.cpu_stretch, rf, m.runnable_tasks, cores, "its load")
     if rf.points < MIN_RESTARTS:
         basis += f"; flagged: fewer than {MIN_RESTARTS} restarts behind the fit"
-    return [Prediction("restart_s", rec.metrics.restart_s, restart_time_s(rf, load),
+    return [Prediction("restart_s", rec.metrics.restart_s,
+                       restart_time_s(rf, 0.0) * factor + load,
                        f"{rec.framework} {rec.model} restart {rec.incarnation}", basis)]
 
 
@@ -234,7 +239,7 @@ def predict_record(rec: Record, system: SystemProfile, fit: RecordsFit | None,
     if isinstance(rec, Checkpoint):
         return _checkpoint(rec, fit)
     if isinstance(rec, Restart):
-        return _restart(rec, fit)
+        return _restart(rec, fit, system.node.cpu_cores)
     if isinstance(rec, SupervisedRun):
         return _supervised(rec, system, simulate)
     return []

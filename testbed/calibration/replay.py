@@ -32,8 +32,14 @@ import math
 from dataclasses import asdict, dataclass
 
 from testbed import events as ev
-from testbed.calibration.compute import fitted_basis, model_ir, train_request
-from testbed.calibration.restart import load_factor, restart_time_s
+from testbed.calibration.compute import cpu_timed, fitted_basis, model_ir, train_request
+from testbed.calibration.restart import (
+    carried,
+    load_factor,
+    load_stretch,
+    load_words,
+    restart_time_s,
+)
 from testbed.calibration.storage import bytes_on_disk, load_time_s, save_time_s
 from testbed.errors import ScenarioError
 from testbed.io.read import read_jsonl
@@ -51,6 +57,7 @@ from testbed.resilience.causes import ResolvedCause
 from testbed.resilience.failures import FailureModel, TraceFailure
 from testbed.resilience.plan import CkptLevel, JobPlan
 from testbed.resilience.spec import SimSpec
+from testbed.systems.calibrated import RestartFit
 from testbed.systems.profile import SystemProfile
 
 #: The storage-fit format name of the harness's own checkpoint (store + manifest).
@@ -74,6 +81,9 @@ class Measured:
     checkpoint_s: float
     restart_s: float
     kills: int
+    #: the run's start to the first step, and the last step to its end (None: not read)
+    start_s: float | None = None
+    end_s: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -91,6 +101,13 @@ class RunPlan:
     keep: int = 3
     #: runnable tasks besides the supervisor during the run's restarts (None: not read)
     runnable_tasks: float | None = None
+    #: runnable tasks besides the supervisor while the run trained (None: not read)
+    train_runnable_tasks: float | None = None
+    #: the workers' CPU stretch (real_runs.loadprobe) at the first start, over the
+    #: restarts (mean) and while training (None: not read)
+    start_cpu_stretch: float | None = None
+    restart_cpu_stretch: float | None = None
+    train_cpu_stretch: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,7 @@ class ReplayCosts:
     startup_s: float        # the first process: start, import, build, first step
     ckpt_bytes: float
     basis: str
+    end_s: float = 0.0      # the last process: last step → result, environment, exit
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -182,11 +200,16 @@ def plan_of_record(record: SupervisedRun) -> RunPlan:
         measured = Measured(m.wall_time_s, m.lost_steps, 0.0, 0.0, m.kills)
     else:
         measured = Measured(record.metrics.wall_time_s, record.metrics.lost_steps,
-                            measured.checkpoint_s, measured.restart_s, record.metrics.kills)
+                            measured.checkpoint_s, measured.restart_s, record.metrics.kills,
+                            start_s=record.metrics.start_s, end_s=record.metrics.end_s)
     return RunPlan(config=record.config, steps=record.steps,
                    checkpoint_every=record.checkpoint_every, kills=tuple(record.kills),
                    measured=measured, keep=record.keep,
-                   runnable_tasks=record.metrics.restart_runnable_tasks)
+                   runnable_tasks=record.metrics.restart_runnable_tasks,
+                   train_runnable_tasks=record.metrics.train_runnable_tasks,
+                   start_cpu_stretch=record.metrics.start_cpu_stretch,
+                   restart_cpu_stretch=record.metrics.restart_cpu_stretch,
+                   train_cpu_stretch=record.metrics.train_cpu_stretch)
 
 
 def measured_from_timeline(events: list[TimelineEvent] | list[dict]) -> Measured | None:
@@ -230,17 +253,59 @@ def replay_costs(system: SystemProfile, plan: RunPlan) -> ReplayCosts:
                             "records of that framework", field="calibration.records_fit")
     nbytes = bytes_on_disk(storage, state_bytes(ir.parameters, "momentum", "fp32"))
     load = load_time_s(storage, nbytes) or 0.0
+    cores = system.node.cpu_cores
     # restarts are CPU-bound: carried from the load they were fitted under to the run's
-    factor = load_factor(restart, plan.runnable_tasks, system.node.cpu_cores)
-    startup = (restart.process_start_s + restart.setup_s + restart.first_step_s) * factor
-    loaded = (f", × {factor:.2f} for the run's load ({plan.runnable_tasks:g} runnable task(s) "
-              f"on {system.node.cpu_cores} core(s), fitted at {restart.runnable_tasks:g})"
-              if factor != 1.0 else "")
-    return ReplayCosts(step_s=step, checkpoint_s=save_time_s(storage, nbytes), load_s=load,
-                       restart_s=restart_time_s(restart, 0.0) * factor, startup_s=startup,
-                       ckpt_bytes=nbytes,
-                       basis=f"oracle step ({est.calibration}); storage {HARNESS_FORMAT}; "
-                             f"restart fit ({restart.points} restart(s)){loaded}")
+    factor = load_factor(restart, plan.runnable_tasks, cores, plan.restart_cpu_stretch)
+    loaded = load_words(factor, plan.restart_cpu_stretch, restart, plan.runnable_tasks,
+                        cores, "the run's restarts")
+    startup, end, ends = _run_ends(restart, plan, factor)
+    stretch, stepped = _step_stretch(plan, cores) if cpu_timed(cfg) else (1.0, "")
+    return ReplayCosts(step_s=step * stretch, checkpoint_s=save_time_s(storage, nbytes),
+                       load_s=load, restart_s=restart_time_s(restart, 0.0) * factor,
+                       startup_s=startup, ckpt_bytes=nbytes, end_s=end,
+                       basis=f"oracle step ({est.calibration}){stepped}; storage "
+                             f"{HARNESS_FORMAT}; restart fit ({restart.points} "
+                             f"restart(s)){loaded}{ends}")
+
+
+def _ratio(total_s: float, on_cpu_s: float | None, lived: float | None,
+           fitted: float | None) -> float:
+    """A fitted time carried from the CPU stretch it was fitted at to the one lived
+    (:func:`testbed.calibration.restart.carried`; 1 when either is unknown)."""
+    return carried(total_s, on_cpu_s, fitted, lived) if lived is not None and fitted else 1.0
+
+
+def _run_ends(restart: RestartFit, plan: RunPlan, factor: float) -> tuple[float, float, str]:
+    """The run's first start and its end, with the basis's words: the fitted first
+    start and end (:mod:`testbed.calibration.restart`) at the run's stretches, else the
+    restart's parts (interpreter start, set-up, first step) at the restarts' factor and
+    no end."""
+    if restart.start_s is None:
+        startup = (restart.process_start_s + restart.setup_s + restart.first_step_s) * factor
+        return startup, 0.0, "; first start from the restart's parts"
+    first = _ratio(restart.start_s, restart.start_on_cpu_s, plan.start_cpu_stretch,
+                   restart.start_cpu_stretch)
+    # the end's work is the worker's, its part on a core unmeasured: all of it stretches
+    last = _ratio(restart.end_s or 0.0, None, plan.train_cpu_stretch, restart.end_cpu_stretch)
+    words = f"; first start and end fitted on {restart.runs} run(s)"
+    if first != 1.0 or last != 1.0:
+        words += f" (× {first:.2f} and × {last:.2f} for what the run's workers lived)"
+    return restart.start_s * first, (restart.end_s or 0.0) * last, words
+
+
+def _step_stretch(plan: RunPlan, cores: int) -> tuple[float, str]:
+    """A step priced at its CPU time takes that times what the workers lived while
+    training on the wall clock: their CPU stretch, else processor sharing of the
+    runnable count (1: neither read); with the basis's words."""
+    if plan.train_cpu_stretch is not None:
+        s = plan.train_cpu_stretch
+        return s, (f" × {s:.2f} for the load while training (CPU stretch)" if s != 1.0
+                   else "")
+    if plan.train_runnable_tasks is not None:
+        s = load_stretch(plan.train_runnable_tasks, cores)
+        return s, (f" × {s:.2f} for the load while training ({plan.train_runnable_tasks:g} "
+                   f"runnable task(s) on {cores} core(s))" if s != 1.0 else "")
+    return 1.0, ""
 
 
 @dataclass(frozen=True)
@@ -259,11 +324,13 @@ class Schedule:
     #: per kill: what its restart takes beyond a plain one in the simulator's replay
     #: (the re-done work, less the load a fall-back to scratch does not do)
     fallback_extra_s: tuple[float, ...] = ()
+    #: the last process's end after its last step (result, environment, exit)
+    end_s: float = 0.0
 
     @property
     def total_s(self) -> float:
         """Wall time from the supervisor's start."""
-        return self.start_s + self.wall_s
+        return self.start_s + self.wall_s + self.end_s
 
 
 def _checkpoints(plan: RunPlan, a: int, b: int) -> int:
@@ -389,7 +456,8 @@ def kill_times(plan: RunPlan, costs: ReplayCosts) -> Schedule:
         t = fail + costs.restart_s + (costs.load_s if committed else 0.0)
         step = committed
     origin = start if origin is None else origin
-    return Schedule(origin, tuple(times), t - origin, lost, tuple(rework), tuple(extra))
+    return Schedule(origin, tuple(times), t - origin, lost, tuple(rework), tuple(extra),
+                    end_s=costs.end_s)
 
 
 def replay_spec(plan: RunPlan, costs: ReplayCosts, schedule: Schedule, name: str) -> SimSpec:
@@ -441,6 +509,6 @@ def predicted_of(sim_wall_s: float, checkpoint_s: float, restart_s: float,
     aborted checkpoint write)."""
     restart_s += schedule.start_s - costs.startup_s     # restarts during the first start-up
     restart_s -= sum(schedule.rework_s)                 # re-done work is lost, not restart
-    return Predicted(wall_time_s=schedule.start_s + sim_wall_s,
+    return Predicted(wall_time_s=schedule.start_s + sim_wall_s + schedule.end_s,
                      lost_steps=float(schedule.lost_steps), checkpoint_s=checkpoint_s,
                      restart_s=restart_s, kills=kills)

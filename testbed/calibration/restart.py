@@ -10,12 +10,24 @@ load is *not* a constant here: it is the storage fit's load time of the checkpoi
 bytes (:mod:`testbed.calibration.storage`), so a restart of a bigger model costs more.
 Medians, because one slow import on a busy machine should not move the figure.
 
-**Load.** A restart is CPU-bound, single-threaded work, so on ``C`` cores shared with
-``R`` runnable tasks (the restarting worker among them; the supervisor reads the count
-while the restart is under way, :mod:`real_runs.loadprobe`) it takes
-``max(1, R/C)`` times its time on an idle machine — processor sharing. The fit keeps
-the median ``R`` of its restarts, and :func:`load_factor` carries a fitted restart to a
-run that ran under another load.
+**Load.** A restart is CPU-bound, single-threaded work, so on a loaded machine it
+takes its time on an idle core times its *CPU stretch*: (time on a core + time
+runnable waiting for one) / time on a core, which the kernel counts for every thread
+and the supervisor reads from the new worker at its first step
+(:mod:`real_runs.loadprobe`). The fit keeps the median stretch of its restarts, and
+:func:`load_factor` carries a fitted restart to a restart or run that lived another
+stretch by the ratio of the two. Where the stretch was not read (records from before
+it, a kernel without sched statistics) the runnable count ``R`` stands in, by
+processor sharing: ``max(1, R/C)`` on ``C`` cores — blind to how Linux groups tasks
+by session before it shares the cores (autogroup), which is why the stretch comes
+first.
+
+**A run's two ends.** The first start (the run's start to the first worker's first
+step) and the end (the last worker's last step to the run's end: its result, the
+environment it records, its exit) are measured on every supervised run and fitted as
+themselves — medians over the fit set's runs of the framework, with the median CPU
+stretch each lived — rather than assembled from a restart's parts: under load the
+first start took 1.3–1.6× a restart's import and build at the same stretch.
 """
 
 from __future__ import annotations
@@ -24,7 +36,7 @@ import statistics
 from collections import defaultdict
 
 from testbed.calibration.metrics import residuals, sig
-from testbed.measurements import Restart
+from testbed.measurements import Restart, SupervisedRun
 from testbed.systems.calibrated import RestartFit
 
 
@@ -33,12 +45,39 @@ def load_stretch(runnable_tasks: float, cores: int) -> float:
     return max(1.0, runnable_tasks / max(cores, 1))
 
 
-def load_factor(fit: RestartFit, runnable_tasks: float | None, cores: int) -> float:
-    """A fitted restart's time under ``runnable_tasks`` over its time as fitted (1 when
-    either load is unknown)."""
+def load_factor(fit: RestartFit, runnable_tasks: float | None, cores: int,
+                cpu_stretch: float | None = None) -> float:
+    """A fitted restart's time at a CPU stretch of ``cpu_stretch`` (else under
+    ``runnable_tasks``) over its time as fitted (1 when neither is known on both sides)."""
+    if fit.cpu_stretch is not None and cpu_stretch is not None:
+        return carried(fit.time_s(0.0), fit.on_cpu_s, fit.cpu_stretch, cpu_stretch)
     if fit.runnable_tasks is None or runnable_tasks is None:
         return 1.0
     return load_stretch(runnable_tasks, cores) / load_stretch(fit.runnable_tasks, cores)
+
+
+def carried(total_s: float, on_cpu_s: float | None, fitted: float, lived: float) -> float:
+    """The factor that carries a time of ``total_s`` fitted at CPU stretch ``fitted`` to
+    one lived at ``lived``: only its ``on_cpu_s`` on a core waited ``stretch − 1`` per
+    second on it (``total + on_cpu·(lived − fitted)``), the rest — I/O, the supervisor —
+    not; all of it when ``on_cpu_s`` is unknown (the ratio of the stretches)."""
+    if total_s <= 0 or fitted <= 0:
+        return 1.0
+    if on_cpu_s is None:
+        return lived / fitted
+    return max(total_s + on_cpu_s * (lived - fitted), 0.0) / total_s
+
+
+def load_words(factor: float, cpu_stretch: float | None, fit: RestartFit,
+               runnable_tasks: float | None, cores: int, what: str) -> str:
+    """The basis's words for a load factor (empty when it is 1)."""
+    if factor == 1.0:
+        return ""
+    if fit.cpu_stretch is not None and cpu_stretch is not None:
+        return (f", × {factor:.2f} for {what} (CPU stretch {cpu_stretch:.2f}, fitted at "
+                f"{fit.cpu_stretch:.2f})")
+    return (f", × {factor:.2f} for {what} ({runnable_tasks:g} runnable task(s) on {cores} "
+            f"core(s), fitted at {fit.runnable_tasks:g})")
 
 
 def restart_time_s(fit: RestartFit, load_s: float) -> float:
@@ -46,10 +85,32 @@ def restart_time_s(fit: RestartFit, load_s: float) -> float:
     return fit.time_s(load_s)
 
 
-def fit_restart(records: list[Restart]) -> tuple[RestartFit, ...]:
+def _run_ends(runs: list[SupervisedRun]) -> dict[str, float | int | None]:
+    """The first start and the end of a framework's supervised runs (medians), each
+    with the CPU stretch it was measured at; nothing for runs from before they were."""
+    starts = [r.metrics for r in runs if r.metrics.start_s is not None]
+    ends = [r.metrics for r in runs if r.metrics.end_s is not None]
+    out: dict[str, float | int | None] = {"runs": max(len(starts), len(ends))}
+    for key, ms, stretch in (("start", starts, "start_cpu_stretch"),
+                             ("end", ends, "train_cpu_stretch")):
+        if ms:
+            out[f"{key}_s"] = sig(statistics.median(getattr(m, f"{key}_s") for m in ms))
+            lived = [getattr(m, stretch) for m in ms if getattr(m, stretch) is not None]
+            out[f"{key}_cpu_stretch"] = sig(statistics.median(lived)) if lived else None
+    on_cpu = [m.start_on_cpu_s for m in starts if m.start_on_cpu_s is not None]
+    if on_cpu:
+        out["start_on_cpu_s"] = sig(statistics.median(on_cpu))
+    return out
+
+
+def fit_restart(records: list[Restart], runs: list[SupervisedRun] | None = None
+                ) -> tuple[RestartFit, ...]:
     groups: dict[str, list[Restart]] = defaultdict(list)
     for rec in records:
         groups[rec.framework].append(rec)
+    by_framework: dict[str, list[SupervisedRun]] = defaultdict(list)
+    for run in runs or []:
+        by_framework[run.config.framework].append(run)
     out = []
     for framework, recs in sorted(groups.items()):
         m = [r.metrics for r in recs]
@@ -59,6 +120,8 @@ def fit_restart(records: list[Restart]) -> tuple[RestartFit, ...]:
 
         imports = [x.import_s for x in m if x.import_s is not None]
         runnable = [x.runnable_tasks for x in m if x.runnable_tasks is not None]
+        stretches = [x.cpu_stretch for x in m if x.cpu_stretch is not None]
+        on_cpu = [x.on_cpu_s for x in m if x.on_cpu_s is not None]
         fit = RestartFit(
             framework=framework, process_start_s=med(x.process_start_s for x in m),
             setup_s=med(x.setup_s for x in m), import_s=med(imports) if imports else None,
@@ -66,6 +129,9 @@ def fit_restart(records: list[Restart]) -> tuple[RestartFit, ...]:
             other_s=med(x.restart_s - x.process_start_s - x.setup_s - x.load_s - x.first_step_s
                         for x in m),
             runnable_tasks=med(runnable) if runnable else None,
+            cpu_stretch=med(stretches) if stretches else None,
+            on_cpu_s=med(on_cpu) if on_cpu else None,
+            **_run_ends(by_framework.get(framework, [])),  # type: ignore[arg-type]
             points=len(m), residuals=residuals([0.0], [1.0]))
         pred = [restart_time_s(fit, x.load_s) for x in m]
         out.append(fit.model_copy(update={"residuals": residuals(pred, [x.restart_s for x in m])}))

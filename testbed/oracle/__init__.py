@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from testbed.model.ir import Model
     from testbed.oracle.estimate import Estimate, estimate
-    from testbed.oracle.request import FAMILY, MODES, STRATEGIES, Request
+    from testbed.oracle.names import FAMILY, MODES, STRATEGIES
+    from testbed.oracle.request import Request
     from testbed.oracle.state import state_bytes
     from testbed.systems.profile import SystemProfile
 
 __all__ = ["FAMILY", "MODES", "STRATEGIES", "Estimate", "Request", "estimate", "predict",
            "resolve_model", "state_bytes"]
 #: Where each name lives: imported on first use, so that importing one submodule
-#: (``testbed.oracle.request`` for the scenario schema's names) does not import the
+#: (``testbed.oracle.names`` for the scenario schema's names) does not import the
 #: whole model and scipy (about 0.3 s of a command's start).
-_LAZY = {"Estimate": "estimate", "estimate": "estimate", "FAMILY": "request",
-         "MODES": "request", "STRATEGIES": "request", "Request": "request",
+_LAZY = {"Estimate": "estimate", "estimate": "estimate", "FAMILY": "names",
+         "MODES": "names", "STRATEGIES": "names", "Request": "request",
          "state_bytes": "state"}
 
 

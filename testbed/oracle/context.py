@@ -15,8 +15,9 @@ from testbed.oracle.compute import ComputeRate, compute_rate
 from testbed.oracle.conventions import Conventions, conventions_for
 from testbed.oracle.device import model_calibration, software_stack
 from testbed.oracle.fitted import fitted_links
+from testbed.oracle.names import FAMILY
 from testbed.oracle.profile import ModelStats, model_stats
-from testbed.oracle.request import FAMILY, Request
+from testbed.oracle.request import Request
 from testbed.oracle.state import dtype_bytes, input_bytes_per_value
 from testbed.systems.profile import ModelCalibration, StrategyCalibration, SystemProfile
 from testbed.systems.software import SoftwareStack

@@ -38,8 +38,9 @@ from testbed.errors import Infeasible
 from testbed.oracle.compute import BACKWARD_PARTS, FORWARD_PARTS
 from testbed.oracle.context import DEFAULT_INPUT_FORMAT, Context, build_context
 from testbed.oracle.conventions import IMAGENET_EPOCH_SAMPLES
+from testbed.oracle.names import FAMILY, GROUPED, MODES, SCHEDULES, STRATEGIES
 from testbed.oracle.overlap import MB, Buckets, bucketed
-from testbed.oracle.request import FAMILY, GROUPED, MODES, SCHEDULES, STRATEGIES, Request, validate
+from testbed.oracle.request import Request, validate
 from testbed.oracle.resources import input_pipeline, input_read_Bps, memory_bytes
 from testbed.oracle.state import state_bytes
 from testbed.oracle.strategies import Parts, assemble, gradient_value_bytes, state_layout

@@ -8,37 +8,21 @@ what* (a system profile) — and :func:`validate` checks it before any work is d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal, get_args
 
 from testbed.errors import InputError, UnknownNameError
-from testbed.io.schema import one_of
 from testbed.model.ir import Model
 from testbed.oracle.device import software_stack
+from testbed.oracle.names import (
+    DEFAULT_SCHEDULE,
+    MODES,
+    SCHEDULES,
+    STRATEGIES,
+)
 from testbed.oracle.state import dtype_bytes, input_bytes_per_value, optimizer_slots
 from testbed.resilience.ckpt_cost import TIERS, WRITERS
 from testbed.systems.profile import SystemProfile
 from testbed.systems.software import MAX_BUCKET_MB
 from testbed.units import did_you_mean
-
-Strategy = Literal["serial", "data", "spatial", "filter", "channel", "pipeline", "df", "ds"]
-Mode = Literal["testbed", "paradl"]
-Schedule = Literal["gpipe", "1f1b"]
-
-STRATEGIES: tuple[str, ...] = get_args(Strategy)
-#: Calibration fallback: a strategy without its own fitted factors borrows its family's.
-FAMILY = {"serial": "data", "data": "data", "spatial": "spatial", "ds": "spatial",
-          "filter": "filter", "df": "filter", "channel": "channel", "pipeline": "pipeline"}
-MODES: tuple[str, ...] = get_args(Mode)
-SCHEDULES: tuple[str, ...] = get_args(Schedule)
-#: Strategy and schedule names in an input schema (refused with a did-you-mean).
-StrategyName = Annotated[Strategy, one_of(STRATEGIES, "strategy",
-                                          choose=f"known: {', '.join(STRATEGIES)}")]
-ScheduleName = Annotated[Schedule, one_of(SCHEDULES, "pipeline schedule",
-                                          choose=f"known: {', '.join(SCHEDULES)}")]
-#: The pipeline schedule when none is named (PipeDream's one-forward-one-backward).
-DEFAULT_SCHEDULE = "1f1b"
-#: Strategies that take a group size (model parallel inside groups, data across them).
-GROUPED = ("df", "ds")
 
 
 @dataclass(frozen=True)

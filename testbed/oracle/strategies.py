@@ -263,7 +263,7 @@ def _pipeline(ctx: Context) -> Parts:
                  workspace_samples=b_micro, other=other)
 
 
-#: One cost function per strategy name (see :data:`testbed.oracle.request.STRATEGIES`).
+#: One cost function per strategy name (see :data:`testbed.oracle.names.STRATEGIES`).
 STRATEGY_COST: dict[str, Callable[[Context], Parts]] = {
     "serial": _serial, "data": _data, "filter": _filter_or_channel,
     "channel": _filter_or_channel, "spatial": _spatial, "df": _data_filter,

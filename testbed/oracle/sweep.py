@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 from testbed.errors import InputError
 from testbed.model.ir import Model
 from testbed.oracle.estimate import Estimate, estimate, skipped
-from testbed.oracle.request import GROUPED, STRATEGIES, Request
+from testbed.oracle.names import GROUPED, STRATEGIES
+from testbed.oracle.request import Request
 from testbed.oracle.strategies import MICRO_BATCHES_PER_STAGE
 from testbed.systems.profile import SystemProfile
 

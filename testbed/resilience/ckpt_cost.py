@@ -41,11 +41,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from testbed.errors import InputError
-from testbed.systems.calibrated import StorageFit
-from testbed.systems.profile import StorageSpec
+
+if TYPE_CHECKING:       # annotations only: a scenario's schema names tiers and writers
+    # without building the system-profile models
+    from testbed.systems.calibrated import StorageFit
+    from testbed.systems.profile import StorageSpec
 
 Writers = Literal["single", "dp-shard", "all"]
 CkptTier = Literal["pfs", "node-local", "burst-buffer"]

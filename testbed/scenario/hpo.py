@@ -48,7 +48,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, model_validator
 
 from testbed.io.schema import Duration, PositiveDuration, Size, Strict, one_of, positive_duration_s
-from testbed.oracle.request import StrategyName
+from testbed.oracle.names import StrategyName
 from testbed.oracle.state import PrecisionName
 
 Search = Literal["grid", "random", "tpe"]

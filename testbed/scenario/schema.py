@@ -30,7 +30,7 @@ from testbed.io.schema import (
     one_of,
     validate,
 )
-from testbed.oracle.request import ScheduleName, StrategyName
+from testbed.oracle.names import ScheduleName, StrategyName
 from testbed.oracle.state import PrecisionName
 from testbed.resilience.ckpt_cost import CkptTier, Writers
 from testbed.resilience.ckpt_policy import POLICIES, DalyOrder, policy

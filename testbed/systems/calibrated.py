@@ -137,6 +137,27 @@ class RestartFit(Strict):
     runnable_tasks: NonNeg | None = Field(
         default=None, description="median runnable tasks besides the supervisor during the "
                                   "fitted restarts (None: not read)")
+    cpu_stretch: NonNeg | None = Field(
+        default=None, description="median CPU stretch ((on-CPU + waiting) / on-CPU) of the "
+                                  "fitted restarts' workers (None: not read)")
+    on_cpu_s: NonNeg | None = Field(
+        default=None, description="median time the fitted restarts' workers spent on a core "
+                                  "(the part a load stretches; the rest waits on I/O, the "
+                                  "supervisor)")
+    start_on_cpu_s: NonNeg | None = Field(
+        default=None, description="median time the first workers spent on a core")
+    start_s: NonNeg | None = Field(
+        default=None, description="median first start of the fitted supervised runs: the "
+                                  "run's start to its first worker's first step")
+    start_cpu_stretch: NonNeg | None = Field(
+        default=None, description="median CPU stretch of those first starts")
+    end_s: NonNeg | None = Field(
+        default=None, description="median end of the fitted supervised runs: the last "
+                                  "step to the run's end (result, environment, exit)")
+    end_cpu_stretch: NonNeg | None = Field(
+        default=None, description="median training CPU stretch of those runs (the end's "
+                                  "work is the worker's, at the training's load)")
+    runs: int = Field(default=0, ge=0, description="supervised runs behind start_s and end_s")
     points: int = Field(ge=0)
     residuals: Residuals
 

@@ -239,3 +239,155 @@ def test_a_restart_fitted_under_one_load_is_carried_to_another():
     assert load_factor(rf, None, 2) == 1.0
     (old,) = fit_restart([rec(0.8, None)])
     assert old.runnable_tasks is None and load_factor(old, 5.0, 2) == 1.0
+
+
+def test_a_run_under_load_is_priced_at_its_load(tmp_path):
+    """One library thread per step: a step the fit prices at its CPU time takes that
+    times max(1, R/C) on the wall clock with R runnable tasks on C cores while the run
+    trains; a held-out restart is carried from the fit's load to its own, like the
+    replay's restarts (the checkpoint load, I/O, is not stretched)."""
+    from testbed.calibration.predict import predict_record
+    from testbed.calibration.replay import plan_of_record, replay_costs
+
+    def restart(total, runnable):
+        return make_record("restart", env=env(), framework="torch", model="mlp",
+                           incarnation=1,
+                           metrics={"restart_s": total, "process_start_s": 0.1,
+                                    "setup_s": 1.5, "load_s": 0.004, "first_step_s": 0.02,
+                                    "ckpt_bytes": 10_000, "runnable_tasks": runnable})
+    records = _synthetic_train() + [
+        checkpoint_record(n, 0.004 + n / 0.5e9, 0.002 + n / 2e9, params=n // 8)
+        for n in (10_000, 1_000_000, 30_000_000)] + [
+        restart(t, 1.0) for t in (1.8, 1.9, 2.0, 1.85, 1.95)]
+    fitted = _profile(records, tmp_path, "loaded")
+    system, _ = validate_profile(fitted.data, "<loaded>")
+    cores = system.node.cpu_cores
+    (rf,) = system.records_fit.restart
+    assert rf.runnable_tasks == 1.0 and rf.points == 5
+
+    def run(train_r, restart_r):
+        return make_record(
+            "supervised_run", env=env(), measured_at="2025-01-01T00:00:00Z",
+            config={"framework": "torch", "model": "mlp", "model_options": {"width": 32},
+                    "input_shape": "1x8x8", "batch_size": 16},
+            steps=40, checkpoint_every=10, kills=[{"at_step": 15}],
+            metrics={"wall_time_s": 5.0, "kills": 1, "restarts": 1, "lost_steps": 5,
+                     "checkpoints_committed": 3, "train_runnable_tasks": train_r,
+                     "restart_runnable_tasks": restart_r})
+    idle = replay_costs(system, plan_of_record(run(None, None)))
+    busy_r = 2.0 * cores                                    # twice the cores: ×2
+    busy = replay_costs(system, plan_of_record(run(busy_r, busy_r)))
+    assert busy.step_s == pytest.approx(2 * idle.step_s, rel=1e-12)
+    assert busy.restart_s == pytest.approx(2 * idle.restart_s, rel=1e-12)
+    assert (busy.load_s, busy.checkpoint_s) == (idle.load_s, idle.checkpoint_s)
+    assert "× 2.00 for the load while training" in busy.basis
+    light = replay_costs(system, plan_of_record(run(0.5 * cores, None)))
+    assert light.step_s == idle.step_s                      # fewer tasks than cores
+    # a held-out restart under the load of 2C runnable tasks
+    (quiet,) = predict_record(restart(1.9, 1.0), system, system.records_fit)
+    (loaded,) = predict_record(restart(3.8, busy_r), system, system.records_fit)
+    ckpt_load_s = quiet.predicted - rf.time_s(0.0)          # the storage fit's, unstretched
+    assert ckpt_load_s > 0
+    assert loaded.predicted == pytest.approx(2 * rf.time_s(0.0) + ckpt_load_s, rel=1e-12)
+    assert "× 2.00 for its load" in loaded.basis and "for its load" not in quiet.basis
+
+
+def test_what_the_workers_lived_comes_before_the_runnable_count(tmp_path):
+    """The CPU stretch a worker lived ((on-CPU + waiting) / on-CPU, real_runs.loadprobe)
+    carries a fitted restart by the ratio of the two stretches and prices the steps at
+    their CPU time times the training's stretch; the runnable count, blind to session
+    groups, is the fall-back where no stretch was read."""
+    from testbed.calibration.replay import plan_of_record, replay_costs
+
+    def restart(total, stretch):
+        return make_record("restart", env=env(), framework="torch", model="mlp",
+                           incarnation=1,
+                           metrics={"restart_s": total, "process_start_s": 0.1,
+                                    "setup_s": 1.5, "load_s": 0.004, "first_step_s": 0.02,
+                                    "runnable_tasks": 1.0, "cpu_stretch": stretch})
+    records = _synthetic_train() + [
+        checkpoint_record(n, 0.004 + n / 0.5e9, 0.002 + n / 2e9, params=n // 8)
+        for n in (10_000, 1_000_000, 30_000_000)] + [
+        restart(t, s) for t, s in ((1.8, 1.1), (1.9, 1.2), (2.0, 1.3), (1.85, 1.2),
+                                   (1.95, 1.25))]
+    system, _ = validate_profile(_profile(records, tmp_path, "lived").data, "<lived>")
+    (rf,) = system.records_fit.restart
+    assert rf.cpu_stretch == 1.2                              # the median of the five
+
+    def run(**metrics):
+        return make_record(
+            "supervised_run", env=env(), measured_at="2025-01-01T00:00:00Z",
+            config={"framework": "torch", "model": "mlp", "model_options": {"width": 32},
+                    "input_shape": "1x8x8", "batch_size": 16},
+            steps=40, checkpoint_every=10, kills=[{"at_step": 15}],
+            metrics={"wall_time_s": 5.0, "kills": 1, "restarts": 1, "lost_steps": 5,
+                     "checkpoints_committed": 3, **metrics})
+    idle = replay_costs(system, plan_of_record(run()))
+    # 2.4 against the fit's 1.2: ×2 however many tasks the count saw (it says ×4 here)
+    busy = replay_costs(system, plan_of_record(run(
+        restart_cpu_stretch=2.4, start_cpu_stretch=3.6, train_cpu_stretch=1.5,
+        restart_runnable_tasks=8.0, train_runnable_tasks=8.0)))
+    assert busy.restart_s == pytest.approx(2 * idle.restart_s, rel=1e-12)
+    # no first start fitted (no supervised run in the fit set): the restart's parts
+    assert busy.startup_s == pytest.approx(2 * idle.startup_s, rel=1e-12)
+    assert idle.end_s == busy.end_s == 0.0
+    assert busy.step_s == pytest.approx(1.5 * idle.step_s, rel=1e-12)
+    assert "CPU stretch 2.40, fitted at 1.20" in busy.basis
+    # no stretch read on the run: the runnable count stands in (8 on 2 cores: ×4)
+    counted = replay_costs(system, plan_of_record(run(restart_runnable_tasks=8.0)))
+    cores = system.node.cpu_cores
+    assert counted.restart_s == pytest.approx(max(1, 8 / cores) * idle.restart_s, rel=1e-12)
+
+
+
+def test_a_runs_first_start_and_end_are_fitted_as_themselves(tmp_path):
+    """The fit set's supervised runs give the first start (the run's start to its
+    first worker's first step) and the end (last step to the run's end), medians with
+    the stretch each lived; the replay carries them by the ratio of stretches and adds
+    the end to the wall time."""
+    from testbed.calibration.replay import kill_times, plan_of_record, predicted_of, replay_costs
+
+    def run(start_s, end_s, start_stretch, train_stretch, **more):
+        return make_record(
+            "supervised_run", env=env(), measured_at="2025-01-01T00:00:00Z",
+            config={"framework": "torch", "model": "mlp", "model_options": {"width": 32},
+                    "input_shape": "1x8x8", "batch_size": 16},
+            steps=40, checkpoint_every=10, kills=[{"at_step": 15}],
+            metrics={"wall_time_s": 5.0, "kills": 1, "restarts": 1, "lost_steps": 5,
+                     "checkpoints_committed": 3, "start_s": start_s, "end_s": end_s,
+                     "start_cpu_stretch": start_stretch, "train_cpu_stretch": train_stretch,
+                     **more})
+    restarts = [make_record("restart", env=env(), framework="torch", model="mlp",
+                            incarnation=1,
+                            metrics={"restart_s": 2.0, "process_start_s": 0.1,
+                                     "setup_s": 1.5, "load_s": 0.004, "first_step_s": 0.02,
+                                     "cpu_stretch": 1.0}) for _ in range(5)]
+    records = _synthetic_train() + [
+        checkpoint_record(n, 0.004 + n / 0.5e9, 0.002 + n / 2e9, params=n // 8)
+        for n in (10_000, 1_000_000, 30_000_000)] + restarts + [
+        run(2.4, 0.3, 1.2, 1.0), run(2.6, 0.5, 1.3, 1.1), run(9.0, 0.4, 1.4, 1.2)]
+    system, _ = validate_profile(_profile(records, tmp_path, "ends").data, "<ends>")
+    (rf,) = system.records_fit.restart
+    assert (rf.start_s, rf.start_cpu_stretch, rf.end_s, rf.end_cpu_stretch, rf.runs) == (
+        2.6, 1.3, 0.4, 1.1, 3)
+    busy = run(None, None, 2.6, 2.2)
+    costs = replay_costs(system, plan_of_record(busy))
+    assert costs.startup_s == pytest.approx(2.6 * 2, rel=1e-12)      # 2.6 s at 1.3, lived 2.6
+    assert costs.end_s == pytest.approx(0.4 * 2, rel=1e-12)          # 0.4 s at 1.1, lived 2.2
+    schedule = kill_times(plan_of_record(busy), costs)
+    pred = predicted_of(10.0, 0.0, 0.0, schedule, costs, 1)
+    assert pred.wall_time_s == pytest.approx(schedule.start_s + 10.0 + 0.8, rel=1e-12)
+    assert schedule.total_s == pytest.approx(schedule.start_s + schedule.wall_s + 0.8)
+
+
+def test_only_the_time_on_a_core_is_stretched():
+    """A restart of 3 s of which 1 s on a core, fitted at a CPU stretch of 2 (that
+    second also waited 1 s): lived at 1, the on-core part takes 1 s and the rest 1 s —
+    2 s, 2/3 of the fit, not the 1/2 the ratio of stretches says; without the on-core
+    time the ratio it is."""
+    from testbed.calibration.restart import carried
+    assert carried(3.0, 1.0, 2.0, 1.0) == pytest.approx(2 / 3)
+    assert carried(3.0, 1.0, 2.0, 4.0) == pytest.approx(5 / 3)    # 2 s more waiting
+    assert carried(3.0, None, 2.0, 1.0) == 0.5
+    assert carried(3.0, 1.0, 2.0, 2.0) == 1.0
+    assert carried(0.0, 1.0, 2.0, 1.0) == 1.0                     # nothing to carry

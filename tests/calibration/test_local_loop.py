@@ -58,6 +58,7 @@ def test_quick_loop_writes_records_manifest_and_profile(quick_loop):
         assert fit.points >= 5, fit
         # the load each restart ran under, read while it was under way (Linux)
         assert fit.runnable_tasks is not None and fit.runnable_tasks > 0, fit
+        assert fit.cpu_stretch is not None and fit.cpu_stretch >= 1.0, fit
     assert {ab.processes for ab in prof.fit.network} == {2, 3, 4}
     # the scheduling delay of ranks sharing the cores, from the two fitted runs
     (dp,) = prof.fit.data_parallel
@@ -129,7 +130,10 @@ def test_replay_of_the_held_out_run(quick_loop, framework, tmp_path):
     # the damaged checkpoint's fall-back is replayed: the steps lost are the real run's
     assert out["predicted"]["lost_steps"] == out["measured"]["lost_steps"]
     # the run's own load during its restarts is on the record, for the replay to price
-    assert json.loads(lines[0])["metrics"]["restart_runnable_tasks"] > 0
+    metrics = json.loads(lines[0])["metrics"]
+    assert metrics["restart_runnable_tasks"] > 0 and metrics["train_runnable_tasks"] > 0
+    # and what its workers lived: on a core or waiting for one, per thread (loadprobe)
+    assert all(metrics[f"{part}_cpu_stretch"] >= 1.0 for part in ("start", "restart", "train"))
     assert out["wall_time_accuracy"] >= ONE_RUN_FLOOR
     text = run_testbed("simulate", "--replay-run", str(run), "--system",
                        str(quick_loop["profile"]))

@@ -9,7 +9,7 @@ from testbed.errors import InputError
 from testbed.oracle import MODES, STRATEGIES, Estimate, Request, estimate, resolve_model
 from testbed.oracle.collectives import OPS, bus_factor
 from testbed.oracle.context import network_for
-from testbed.oracle.request import DEFAULT_SCHEDULE, SCHEDULES
+from testbed.oracle.names import DEFAULT_SCHEDULE, SCHEDULES
 from testbed.oracle.state import OPTIMIZER_SLOTS, PRECISIONS
 from testbed.oracle.sweep import DEFAULT_MIN_BATCH_PER_GPU, DEFAULT_MIN_EFFICIENCY, sweep
 from testbed.resilience.ckpt_cost import TIERS, WRITERS

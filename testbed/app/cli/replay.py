@@ -68,18 +68,20 @@ def replay(timeline: str, system: str) -> dict:
            "kill_times_s": list(schedule.kill_times_s),
            "schedule_wall_s": schedule.total_s}
     # the wall time's parts: useful (every step once), checkpoint writes, lost (steps
-    # re-done, aborted writes), restarts, and the first process's start-up
+    # re-done, aborted writes), restarts, the first process's start-up and the last
+    # one's end
     useful = plan.steps * costs.step_s
     out["predicted_split_s"] = {
         "startup_s": schedule.start_s, "useful_s": useful, "checkpoint_s": pred.checkpoint_s,
-        "lost_s": max(pred.wall_time_s - schedule.start_s - useful - pred.checkpoint_s
-                      - pred.restart_s, 0.0),
-        "restart_s": pred.restart_s}
+        "lost_s": max(pred.wall_time_s - schedule.start_s - schedule.end_s - useful
+                      - pred.checkpoint_s - pred.restart_s, 0.0),
+        "restart_s": pred.restart_s, "end_s": schedule.end_s}
     if meas is not None:
         out["measured_split_s"] = {
             "checkpoint_s": meas.checkpoint_s, "restart_s": meas.restart_s,
+            "startup_s": meas.start_s, "end_s": meas.end_s,
             "startup_useful_lost_s": max(meas.wall_time_s - meas.checkpoint_s
-                                         - meas.restart_s, 0.0)}
+                                         - meas.restart_s - (meas.end_s or 0.0), 0.0)}
         out["wall_time_accuracy"] = round(accuracy(pred.wall_time_s, meas.wall_time_s), 4)
     return out
 
@@ -103,9 +105,10 @@ def run_replay(timeline: str, system: str | None, as_json: bool) -> None:
     click.echo(f"replay of {out['run']} ({out['steps']} steps, checkpoint every "
                f"{out['checkpoint_every']}, {len(out['kills'])} kill(s)) on {out['profile']}")
     split, msplit = out["predicted_split_s"], out.get("measured_split_s") or {}
-    for key in ("startup_s", "useful_s", "lost_s"):
+    for key in ("startup_s", "useful_s", "lost_s", "end_s"):
+        m = msplit.get(key)
         rows.append((f"  {key.removesuffix('_s').replace('startup', 'start-up')} time",
-                     format_duration(split[key]), "-"))
+                     format_duration(split[key]), "-" if m is None else format_duration(m)))
     if msplit:
         rows.append(("  start-up + useful + lost",
                      format_duration(split["startup_s"] + split["useful_s"] + split["lost_s"]),
@@ -116,4 +119,4 @@ def run_replay(timeline: str, system: str | None, as_json: bool) -> None:
     c = out["costs"]
     click.echo(f"costs: step {c['step_s'] * 1e3:.3f} ms, checkpoint {c['checkpoint_s'] * 1e3:.2f} ms,"
                f" load {c['load_s'] * 1e3:.2f} ms, restart {c['restart_s']:.2f} s, start-up "
-               f"{c['startup_s']:.2f} s ({c['basis']})")
+               f"{c['startup_s']:.2f} s, end {c['end_s']:.2f} s ({c['basis']})")

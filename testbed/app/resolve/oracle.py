@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from testbed.app.resolve.paths import at
 from testbed.app.resolve.sources import named_system
 from testbed.errors import Infeasible
-from testbed.oracle.request import DEFAULT_SCHEDULE, Request
+from testbed.oracle.names import DEFAULT_SCHEDULE
+from testbed.oracle.request import Request
 from testbed.scenario.schema import Scenario
 
 if TYPE_CHECKING:                 # the oracle's model is imported when it is asked
