@@ -241,6 +241,33 @@ def test_a_restart_fitted_under_one_load_is_carried_to_another():
     assert old.runnable_tasks is None and load_factor(old, 5.0, 2) == 1.0
 
 
+def _restart(total_s, **metrics):
+    """A torch mlp restart record: 0.1 s process start, 1.5 s set-up, a 4 ms load."""
+    return make_record("restart", env=env(), framework="torch", model="mlp", incarnation=1,
+                       metrics={"restart_s": total_s, "process_start_s": 0.1, "setup_s": 1.5,
+                                "load_s": 0.004, "first_step_s": 0.02, **metrics})
+
+
+def _run(**metrics):
+    """A torch mlp-w32 supervised run of 40 steps, one kill, with ``metrics``."""
+    return make_record(
+        "supervised_run", env=env(), measured_at="2025-01-01T00:00:00Z",
+        config={"framework": "torch", "model": "mlp", "model_options": {"width": 32},
+                "input_shape": "1x8x8", "batch_size": 16},
+        steps=40, checkpoint_every=10, kills=[{"at_step": 15}],
+        metrics={"wall_time_s": 5.0, "kills": 1, "restarts": 1, "lost_steps": 5,
+                 "checkpoints_committed": 3, **metrics})
+
+
+def _loaded_profile(tmp_path, name, extra):
+    """A profile from the synthetic steps, three checkpoint sizes and ``extra``."""
+    records = _synthetic_train() + [
+        checkpoint_record(n, 0.004 + n / 0.5e9, 0.002 + n / 2e9, params=n // 8)
+        for n in (10_000, 1_000_000, 30_000_000)] + extra
+    system, _ = validate_profile(_profile(records, tmp_path, name).data, f"<{name}>")
+    return system
+
+
 def test_a_run_under_load_is_priced_at_its_load(tmp_path):
     """One library thread per step: a step the fit prices at its CPU time takes that
     times max(1, R/C) on the wall clock with R runnable tasks on C cores while the run
@@ -249,43 +276,26 @@ def test_a_run_under_load_is_priced_at_its_load(tmp_path):
     from testbed.calibration.predict import predict_record
     from testbed.calibration.replay import plan_of_record, replay_costs
 
-    def restart(total, runnable):
-        return make_record("restart", env=env(), framework="torch", model="mlp",
-                           incarnation=1,
-                           metrics={"restart_s": total, "process_start_s": 0.1,
-                                    "setup_s": 1.5, "load_s": 0.004, "first_step_s": 0.02,
-                                    "ckpt_bytes": 10_000, "runnable_tasks": runnable})
-    records = _synthetic_train() + [
-        checkpoint_record(n, 0.004 + n / 0.5e9, 0.002 + n / 2e9, params=n // 8)
-        for n in (10_000, 1_000_000, 30_000_000)] + [
-        restart(t, 1.0) for t in (1.8, 1.9, 2.0, 1.85, 1.95)]
-    fitted = _profile(records, tmp_path, "loaded")
-    system, _ = validate_profile(fitted.data, "<loaded>")
+    system = _loaded_profile(tmp_path, "loaded", [
+        _restart(t, ckpt_bytes=10_000, runnable_tasks=1.0) for t in (1.8, 1.9, 2.0, 1.85, 1.95)])
     cores = system.node.cpu_cores
     (rf,) = system.records_fit.restart
     assert rf.runnable_tasks == 1.0 and rf.points == 5
-
-    def run(train_r, restart_r):
-        return make_record(
-            "supervised_run", env=env(), measured_at="2025-01-01T00:00:00Z",
-            config={"framework": "torch", "model": "mlp", "model_options": {"width": 32},
-                    "input_shape": "1x8x8", "batch_size": 16},
-            steps=40, checkpoint_every=10, kills=[{"at_step": 15}],
-            metrics={"wall_time_s": 5.0, "kills": 1, "restarts": 1, "lost_steps": 5,
-                     "checkpoints_committed": 3, "train_runnable_tasks": train_r,
-                     "restart_runnable_tasks": restart_r})
-    idle = replay_costs(system, plan_of_record(run(None, None)))
+    idle = replay_costs(system, plan_of_record(_run()))
     busy_r = 2.0 * cores                                    # twice the cores: ×2
-    busy = replay_costs(system, plan_of_record(run(busy_r, busy_r)))
+    busy = replay_costs(system, plan_of_record(_run(train_runnable_tasks=busy_r,
+                                                    restart_runnable_tasks=busy_r)))
     assert busy.step_s == pytest.approx(2 * idle.step_s, rel=1e-12)
     assert busy.restart_s == pytest.approx(2 * idle.restart_s, rel=1e-12)
     assert (busy.load_s, busy.checkpoint_s) == (idle.load_s, idle.checkpoint_s)
     assert "× 2.00 for the load while training" in busy.basis
-    light = replay_costs(system, plan_of_record(run(0.5 * cores, None)))
+    light = replay_costs(system, plan_of_record(_run(train_runnable_tasks=0.5 * cores)))
     assert light.step_s == idle.step_s                      # fewer tasks than cores
     # a held-out restart under the load of 2C runnable tasks
-    (quiet,) = predict_record(restart(1.9, 1.0), system, system.records_fit)
-    (loaded,) = predict_record(restart(3.8, busy_r), system, system.records_fit)
+    (quiet,) = predict_record(_restart(1.9, ckpt_bytes=10_000, runnable_tasks=1.0), system,
+                              system.records_fit)
+    (loaded,) = predict_record(_restart(3.8, ckpt_bytes=10_000, runnable_tasks=busy_r),
+                               system, system.records_fit)
     ckpt_load_s = quiet.predicted - rf.time_s(0.0)          # the storage fit's, unstretched
     assert ckpt_load_s > 0
     assert loaded.predicted == pytest.approx(2 * rf.time_s(0.0) + ckpt_load_s, rel=1e-12)
@@ -299,32 +309,14 @@ def test_what_the_workers_lived_comes_before_the_runnable_count(tmp_path):
     groups, is the fall-back where no stretch was read."""
     from testbed.calibration.replay import plan_of_record, replay_costs
 
-    def restart(total, stretch):
-        return make_record("restart", env=env(), framework="torch", model="mlp",
-                           incarnation=1,
-                           metrics={"restart_s": total, "process_start_s": 0.1,
-                                    "setup_s": 1.5, "load_s": 0.004, "first_step_s": 0.02,
-                                    "runnable_tasks": 1.0, "cpu_stretch": stretch})
-    records = _synthetic_train() + [
-        checkpoint_record(n, 0.004 + n / 0.5e9, 0.002 + n / 2e9, params=n // 8)
-        for n in (10_000, 1_000_000, 30_000_000)] + [
-        restart(t, s) for t, s in ((1.8, 1.1), (1.9, 1.2), (2.0, 1.3), (1.85, 1.2),
-                                   (1.95, 1.25))]
-    system, _ = validate_profile(_profile(records, tmp_path, "lived").data, "<lived>")
+    system = _loaded_profile(tmp_path, "lived", [
+        _restart(t, runnable_tasks=1.0, cpu_stretch=s)
+        for t, s in ((1.8, 1.1), (1.9, 1.2), (2.0, 1.3), (1.85, 1.2), (1.95, 1.25))])
     (rf,) = system.records_fit.restart
     assert rf.cpu_stretch == 1.2                              # the median of the five
-
-    def run(**metrics):
-        return make_record(
-            "supervised_run", env=env(), measured_at="2025-01-01T00:00:00Z",
-            config={"framework": "torch", "model": "mlp", "model_options": {"width": 32},
-                    "input_shape": "1x8x8", "batch_size": 16},
-            steps=40, checkpoint_every=10, kills=[{"at_step": 15}],
-            metrics={"wall_time_s": 5.0, "kills": 1, "restarts": 1, "lost_steps": 5,
-                     "checkpoints_committed": 3, **metrics})
-    idle = replay_costs(system, plan_of_record(run()))
+    idle = replay_costs(system, plan_of_record(_run()))
     # 2.4 against the fit's 1.2: ×2 however many tasks the count saw (it says ×4 here)
-    busy = replay_costs(system, plan_of_record(run(
+    busy = replay_costs(system, plan_of_record(_run(
         restart_cpu_stretch=2.4, start_cpu_stretch=3.6, train_cpu_stretch=1.5,
         restart_runnable_tasks=8.0, train_runnable_tasks=8.0)))
     assert busy.restart_s == pytest.approx(2 * idle.restart_s, rel=1e-12)
@@ -334,10 +326,9 @@ def test_what_the_workers_lived_comes_before_the_runnable_count(tmp_path):
     assert busy.step_s == pytest.approx(1.5 * idle.step_s, rel=1e-12)
     assert "CPU stretch 2.40, fitted at 1.20" in busy.basis
     # no stretch read on the run: the runnable count stands in (8 on 2 cores: ×4)
-    counted = replay_costs(system, plan_of_record(run(restart_runnable_tasks=8.0)))
+    counted = replay_costs(system, plan_of_record(_run(restart_runnable_tasks=8.0)))
     cores = system.node.cpu_cores
     assert counted.restart_s == pytest.approx(max(1, 8 / cores) * idle.restart_s, rel=1e-12)
-
 
 
 def test_a_runs_first_start_and_end_are_fitted_as_themselves(tmp_path):
@@ -347,26 +338,11 @@ def test_a_runs_first_start_and_end_are_fitted_as_themselves(tmp_path):
     the end to the wall time."""
     from testbed.calibration.replay import kill_times, plan_of_record, predicted_of, replay_costs
 
-    def run(start_s, end_s, start_stretch, train_stretch, **more):
-        return make_record(
-            "supervised_run", env=env(), measured_at="2025-01-01T00:00:00Z",
-            config={"framework": "torch", "model": "mlp", "model_options": {"width": 32},
-                    "input_shape": "1x8x8", "batch_size": 16},
-            steps=40, checkpoint_every=10, kills=[{"at_step": 15}],
-            metrics={"wall_time_s": 5.0, "kills": 1, "restarts": 1, "lost_steps": 5,
-                     "checkpoints_committed": 3, "start_s": start_s, "end_s": end_s,
-                     "start_cpu_stretch": start_stretch, "train_cpu_stretch": train_stretch,
-                     **more})
-    restarts = [make_record("restart", env=env(), framework="torch", model="mlp",
-                            incarnation=1,
-                            metrics={"restart_s": 2.0, "process_start_s": 0.1,
-                                     "setup_s": 1.5, "load_s": 0.004, "first_step_s": 0.02,
-                                     "cpu_stretch": 1.0}) for _ in range(5)]
-    records = _synthetic_train() + [
-        checkpoint_record(n, 0.004 + n / 0.5e9, 0.002 + n / 2e9, params=n // 8)
-        for n in (10_000, 1_000_000, 30_000_000)] + restarts + [
-        run(2.4, 0.3, 1.2, 1.0), run(2.6, 0.5, 1.3, 1.1), run(9.0, 0.4, 1.4, 1.2)]
-    system, _ = validate_profile(_profile(records, tmp_path, "ends").data, "<ends>")
+    def run(start_s, end_s, start_stretch, train_stretch):
+        return _run(start_s=start_s, end_s=end_s, start_cpu_stretch=start_stretch,
+                    train_cpu_stretch=train_stretch)
+    system = _loaded_profile(tmp_path, "ends", [_restart(2.0, cpu_stretch=1.0)] * 5 + [
+        run(2.4, 0.3, 1.2, 1.0), run(2.6, 0.5, 1.3, 1.1), run(9.0, 0.4, 1.4, 1.2)])
     (rf,) = system.records_fit.restart
     assert (rf.start_s, rf.start_cpu_stretch, rf.end_s, rf.end_cpu_stretch, rf.runs) == (
         2.6, 1.3, 0.4, 1.1, 3)
