@@ -241,7 +241,8 @@ class _Run:
     clock: RestartClock | None = None
     #: runnable tasks besides the supervisor, read while the run trains (no restart
     #: under way): a single-threaded step's wall time is its CPU time stretched by them
-    train_runnable: list[int] = field(default_factory=list)
+    #: (sum of the counts read, reads) — a run of a million steps keeps two numbers
+    train_runnable: list[int] = field(default_factory=lambda: [0, 0])
     #: the workers' (on-CPU, waiting) ns: the first start (spawn to first step), and
     #: training (first step to the kill or the result), over the incarnations
     start_sched: tuple[int, int] | None = None
@@ -423,7 +424,11 @@ def _watch(run: _Run, cur: _Incarnation, deadline: float) -> bool:
         if rec is None:
             return False
         if (tasks := runnable_besides_me()) is not None:
-            (run.clock.runnable if run.clock is not None else run.train_runnable).append(tasks)
+            if run.clock is not None:
+                run.clock.runnable.append(tasks)
+            else:
+                run.train_runnable[0] += tasks
+                run.train_runnable[1] += 1
         if isinstance(rec, dict):
             _on_record(run, cur, rec)
         if cur.spec is not None and _should_fire(cur, run, now):
@@ -500,8 +505,8 @@ def _summary(cfg: RunConfig, run: _Run, plan: list[KillSpec], wall0: float, *, v
         "damaged": run.damages, "final_params_sha256": result["params_sha256"],
         "losses": result["losses"], "identical_to_uninterrupted": None, "env": result["env"],
         "config": run_config_fields(cfg), "keep": cfg.keep, "restart_parts": run.restart_parts,
-        "train_runnable_tasks": (round(sum(run.train_runnable) / len(run.train_runnable), 3)
-                                 if run.train_runnable else None),
+        "train_runnable_tasks": (round(run.train_runnable[0] / run.train_runnable[1], 3)
+                                 if run.train_runnable[1] else None),
         "start_s": run.start_s, "end_s": (max(end_t - run.last_step_t, 0.0)
                                           if run.last_step_t is not None else None),
         "start_on_cpu_s": (round(run.start_sched[0] / 1e9, 6)

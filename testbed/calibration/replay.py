@@ -268,13 +268,6 @@ def replay_costs(system: SystemProfile, plan: RunPlan) -> ReplayCosts:
                              f"restart(s)){loaded}{ends}")
 
 
-def _ratio(total_s: float, on_cpu_s: float | None, lived: float | None,
-           fitted: float | None) -> float:
-    """A fitted time carried from the CPU stretch it was fitted at to the one lived
-    (:func:`testbed.calibration.restart.carried`; 1 when either is unknown)."""
-    return carried(total_s, on_cpu_s, fitted, lived) if lived is not None and fitted else 1.0
-
-
 def _run_ends(restart: RestartFit, plan: RunPlan, factor: float) -> tuple[float, float, str]:
     """The run's first start and its end, with the basis's words: the fitted first
     start and end (:mod:`testbed.calibration.restart`) at the run's stretches, else the
@@ -283,10 +276,10 @@ def _run_ends(restart: RestartFit, plan: RunPlan, factor: float) -> tuple[float,
     if restart.start_s is None:
         startup = (restart.process_start_s + restart.setup_s + restart.first_step_s) * factor
         return startup, 0.0, "; first start from the restart's parts"
-    first = _ratio(restart.start_s, restart.start_on_cpu_s, plan.start_cpu_stretch,
-                   restart.start_cpu_stretch)
+    first = carried(restart.start_s, restart.start_on_cpu_s, restart.start_cpu_stretch,
+                    plan.start_cpu_stretch)
     # the end's work is the worker's, its part on a core unmeasured: all of it stretches
-    last = _ratio(restart.end_s or 0.0, None, plan.train_cpu_stretch, restart.end_cpu_stretch)
+    last = carried(restart.end_s or 0.0, None, restart.end_cpu_stretch, plan.train_cpu_stretch)
     words = f"; first start and end fitted on {restart.runs} run(s)"
     if first != 1.0 or last != 1.0:
         words += f" (× {first:.2f} and × {last:.2f} for what the run's workers lived)"

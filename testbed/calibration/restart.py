@@ -16,7 +16,8 @@ runnable waiting for one) / time on a core, which the kernel counts for every th
 and the supervisor reads from the new worker at its first step
 (:mod:`real_runs.loadprobe`). The fit keeps the median stretch of its restarts, and
 :func:`load_factor` carries a fitted restart to a restart or run that lived another
-stretch by the ratio of the two. Where the stretch was not read (records from before
+stretch by its part on a core only (:func:`carried`: the rest, I/O and the
+supervisor's detection, waits for no core). Where the stretch was not read (records from before
 it, a kernel without sched statistics) the runnable count ``R`` stands in, by
 processor sharing: ``max(1, R/C)`` on ``C`` cores — blind to how Linux groups tasks
 by session before it shares the cores (autogroup), which is why the stretch comes
@@ -56,12 +57,14 @@ def load_factor(fit: RestartFit, runnable_tasks: float | None, cores: int,
     return load_stretch(runnable_tasks, cores) / load_stretch(fit.runnable_tasks, cores)
 
 
-def carried(total_s: float, on_cpu_s: float | None, fitted: float, lived: float) -> float:
+def carried(total_s: float, on_cpu_s: float | None, fitted: float | None,
+            lived: float | None) -> float:
     """The factor that carries a time of ``total_s`` fitted at CPU stretch ``fitted`` to
     one lived at ``lived``: only its ``on_cpu_s`` on a core waited ``stretch − 1`` per
     second on it (``total + on_cpu·(lived − fitted)``), the rest — I/O, the supervisor —
-    not; all of it when ``on_cpu_s`` is unknown (the ratio of the stretches)."""
-    if total_s <= 0 or fitted <= 0:
+    not; all of it when ``on_cpu_s`` is unknown (the ratio of the stretches); 1 when
+    either stretch is unknown."""
+    if lived is None or not fitted or total_s <= 0:
         return 1.0
     if on_cpu_s is None:
         return lived / fitted
