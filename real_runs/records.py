@@ -127,8 +127,11 @@ def supervised_records(summary: dict[str, Any], *, measured_at: str | None = Non
                  "restart_runnable_tasks": _mean_part(parts, "runnable_tasks"),
                  "train_runnable_tasks": summary.get("train_runnable_tasks"),
                  "restart_cpu_stretch": _mean_part(parts, "cpu_stretch"),
+                 "restart_core_probe_ms": _mean_part(parts, "core_probe_ms"),
                  **{k: summary.get(k) for k in ("start_s", "end_s", "start_on_cpu_s",
-                                                "start_cpu_stretch", "train_cpu_stretch")}},
+                                                "start_cpu_stretch", "train_cpu_stretch",
+                                                "start_core_probe_ms",
+                                                "train_core_probe_ms")}},
         timeline=summary.get("timeline_records", []))
     restarts = [make_record(
         "restart", env=env, measured_at=measured_at, source=source, run_id=run_id,
@@ -142,6 +145,7 @@ def supervised_records(summary: dict[str, Any], *, measured_at: str | None = Non
                  "ckpt_bytes": part.get("ckpt_bytes", 0),
                  "runnable_tasks": part.get("runnable_tasks"),
                  "cpu_stretch": part.get("cpu_stretch"),
-                 "on_cpu_s": part.get("on_cpu_s")})
+                 "on_cpu_s": part.get("on_cpu_s"),
+                 "core_probe_ms": part.get("core_probe_ms")})
         for part in summary.get("restart_parts", []) if part.get("restart_s", 0) > 0]
     return [run, *restarts]

@@ -27,7 +27,13 @@ from real_runs.ckpt_store import CheckpointStore
 from real_runs.env import ERROR_PREFIX, INPUT_ERROR_STATUS, ChildFailed, child_env, python_cmd
 from real_runs.faults import KillSpec, damage_checkpoint
 from real_runs.harness import RunConfig
-from real_runs.loadprobe import cpu_stretch, runnable_besides_me, sched_ns
+from real_runs.loadprobe import (
+    PROBE_EVERY_S,
+    core_probe_ms,
+    cpu_stretch,
+    runnable_besides_me,
+    sched_ns,
+)
 from testbed import events as ev
 from testbed.errors import InputError
 
@@ -122,6 +128,8 @@ class RestartClock:
     runnable: list[int] = field(default_factory=list)
     #: the new worker's (on-CPU, waiting) ns from its spawn to its first step
     sched: tuple[int, int] | None = None
+    #: the supervisor's core probe (ms, real_runs.loadprobe) timed while it was under way
+    probe: list[float] = field(default_factory=list)
 
     def fields(self, resumed_t: float) -> dict[str, float]:
         after = self.load_t if self.load_t is not None else self.ready_t
@@ -134,6 +142,8 @@ class RestartClock:
         if self.sched is not None and (s := cpu_stretch(*self.sched)) is not None:
             out["cpu_stretch"] = round(s, 4)
             out["on_cpu_s"] = round(self.sched[0] / 1e9, 6)
+        if self.probe:
+            out["core_probe_ms"] = round(sum(self.probe) / len(self.probe), 4)
         return out
 
 
@@ -251,6 +261,11 @@ class _Run:
     #: (seconds after the run began)
     start_s: float | None = None
     last_step_t: float | None = None
+    #: the supervisor's core probe (ms) during the first start and while training
+    #: (sum, count), and when it last timed it (perf counter)
+    start_probe: list[float] = field(default_factory=lambda: [0.0, 0])
+    train_probe: list[float] = field(default_factory=lambda: [0.0, 0])
+    probed_t: float = 0.0
 
 
 @dataclass
@@ -405,6 +420,23 @@ def _kill(run: _Run, cur: _Incarnation, spec: KillSpec) -> None:
         run.last_step_before_kill = cur.step
 
 
+def _probe(run: _Run, now: float) -> None:
+    """Time the core probe once and book it to the restart under way, the first start
+    or the training."""
+    run.probed_t = now
+    ms = core_probe_ms()
+    if run.clock is not None:
+        run.clock.probe.append(ms)
+        return
+    bucket = run.start_probe if run.start_s is None else run.train_probe
+    bucket[0] += ms
+    bucket[1] += 1
+
+
+def _mean(bucket: list[float]) -> float | None:
+    return round(bucket[0] / bucket[1], 4) if bucket[1] else None
+
+
 def _watch(run: _Run, cur: _Incarnation, deadline: float) -> bool:
     """Follow one incarnation until it ends or is killed; True when killed."""
     while True:
@@ -429,6 +461,8 @@ def _watch(run: _Run, cur: _Incarnation, deadline: float) -> bool:
             else:
                 run.train_runnable[0] += tasks
                 run.train_runnable[1] += 1
+        if now - run.probed_t >= PROBE_EVERY_S:
+            _probe(run, now)
         if isinstance(rec, dict):
             _on_record(run, cur, rec)
         if cur.spec is not None and _should_fire(cur, run, now):
@@ -514,6 +548,8 @@ def _summary(cfg: RunConfig, run: _Run, plan: list[KillSpec], wall0: float, *, v
         "start_cpu_stretch": _rounded(cpu_stretch(*run.start_sched)
                                       if run.start_sched is not None else None),
         "train_cpu_stretch": _rounded(cpu_stretch(*run.train_sched)),
+        "start_core_probe_ms": _mean(run.start_probe),
+        "train_core_probe_ms": _mean(run.train_probe),
         "kill_plan": [asdict(spec) for spec in plan[:run.kills]],
         "timeline_records": run.timeline.records,
     }

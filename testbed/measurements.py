@@ -165,6 +165,11 @@ RunnableTasks = Annotated[float, BeforeValidator(
 #: worker's on-CPU plus run-queue time over its on-CPU time; 1 on an idle machine).
 CpuStretch = Annotated[float, BeforeValidator(
     lambda v: number_value(v, 1.0, float(MAX_PROCESSES), "CPU stretch"))] | None
+#: The supervisor's core probe: the CPU time of a fixed slice of work (real_runs.
+#: loadprobe, ~2 ms on an idle core of the reference machine), at most a minute.
+MAX_CORE_PROBE_MS = 60_000.0
+CoreProbeMs = Annotated[float, BeforeValidator(
+    lambda v: number_value(v, 0.0, MAX_CORE_PROBE_MS, "ms", lo_open=True))] | None
 #: A per-sample input shape ``CxHxW`` (positive dimensions of at most MAX_SHAPE_DIM).
 InputShape = Annotated[str, shape_in(MAX_SHAPE_DIM)]
 #: The harness model options a record may carry, with the harness's own limits.
@@ -413,6 +418,10 @@ class RestartMetrics(Strict):
     on_cpu_s: NonNegFloat | None = Field(
         default=None, description="the new worker's time on a core from its spawn to its "
                                   "first step (the part of the restart the load stretches)")
+    core_probe_ms: CoreProbeMs = Field(
+        default=None, description="mean CPU time of the supervisor's core probe while the "
+                                  "restart was under way (how slow a core was; "
+                                  "real_runs.loadprobe)")
 
 
 class Restart(_Record):
@@ -481,6 +490,13 @@ class RunMetrics(Strict):
     train_cpu_stretch: CpuStretch = Field(
         default=None, description="the workers' CPU stretch while training, first step to "
                                   "kill or result, over the incarnations")
+    start_core_probe_ms: CoreProbeMs = Field(
+        default=None, description="mean CPU time of the supervisor's core probe during the "
+                                  "first start (real_runs.loadprobe)")
+    restart_core_probe_ms: CoreProbeMs = Field(
+        default=None, description="mean core probe of the run's restarts")
+    train_core_probe_ms: CoreProbeMs = Field(
+        default=None, description="mean core probe while the run trained")
 
 
 class TimelineEvent(Strict):

@@ -198,8 +198,9 @@ def _restart(rec: Restart, fit: RecordsFit, cores: int) -> list[Prediction]:
     basis = f"restart fit (medians of {rf.points} restart(s))"
     # carried from the load it was fitted under to the load this restart ran under
     m = rec.metrics
-    factor = load_factor(rf, m.runnable_tasks, cores, m.cpu_stretch)
-    basis += load_words(factor, m.cpu_stretch, rf, m.runnable_tasks, cores, "its load")
+    factor = load_factor(rf, m.runnable_tasks, cores, m.cpu_stretch, m.core_probe_ms)
+    basis += load_words(factor, m.cpu_stretch, rf, m.runnable_tasks, cores, "its load",
+                        m.core_probe_ms)
     if rf.points < MIN_RESTARTS:
         basis += f"; flagged: fewer than {MIN_RESTARTS} restarts behind the fit"
     return [Prediction("restart_s", rec.metrics.restart_s,

@@ -38,6 +38,7 @@ from testbed.calibration.restart import (
     load_factor,
     load_stretch,
     load_words,
+    probe_ratio,
     restart_time_s,
 )
 from testbed.calibration.storage import bytes_on_disk, load_time_s, save_time_s
@@ -108,6 +109,11 @@ class RunPlan:
     start_cpu_stretch: float | None = None
     restart_cpu_stretch: float | None = None
     train_cpu_stretch: float | None = None
+    #: the supervisor's core probe (ms, real_runs.loadprobe) at the same three times:
+    #: how slow the cores ran (None: not timed)
+    start_core_probe_ms: float | None = None
+    restart_core_probe_ms: float | None = None
+    train_core_probe_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -209,7 +215,10 @@ def plan_of_record(record: SupervisedRun) -> RunPlan:
                    train_runnable_tasks=record.metrics.train_runnable_tasks,
                    start_cpu_stretch=record.metrics.start_cpu_stretch,
                    restart_cpu_stretch=record.metrics.restart_cpu_stretch,
-                   train_cpu_stretch=record.metrics.train_cpu_stretch)
+                   train_cpu_stretch=record.metrics.train_cpu_stretch,
+                   start_core_probe_ms=record.metrics.start_core_probe_ms,
+                   restart_core_probe_ms=record.metrics.restart_core_probe_ms,
+                   train_core_probe_ms=record.metrics.train_core_probe_ms)
 
 
 def measured_from_timeline(events: list[TimelineEvent] | list[dict]) -> Measured | None:
@@ -255,9 +264,10 @@ def replay_costs(system: SystemProfile, plan: RunPlan) -> ReplayCosts:
     load = load_time_s(storage, nbytes) or 0.0
     cores = system.node.cpu_cores
     # restarts are CPU-bound: carried from the load they were fitted under to the run's
-    factor = load_factor(restart, plan.runnable_tasks, cores, plan.restart_cpu_stretch)
+    factor = load_factor(restart, plan.runnable_tasks, cores, plan.restart_cpu_stretch,
+                         plan.restart_core_probe_ms)
     loaded = load_words(factor, plan.restart_cpu_stretch, restart, plan.runnable_tasks,
-                        cores, "the run's restarts")
+                        cores, "the run's restarts", plan.restart_core_probe_ms)
     startup, end, ends = _run_ends(restart, plan, factor)
     stretch, stepped = _step_stretch(plan, cores) if cpu_timed(cfg) else (1.0, "")
     return ReplayCosts(step_s=step * stretch, checkpoint_s=save_time_s(storage, nbytes),
@@ -277,9 +287,11 @@ def _run_ends(restart: RestartFit, plan: RunPlan, factor: float) -> tuple[float,
         startup = (restart.process_start_s + restart.setup_s + restart.first_step_s) * factor
         return startup, 0.0, "; first start from the restart's parts"
     first = carried(restart.start_s, restart.start_on_cpu_s, restart.start_cpu_stretch,
-                    plan.start_cpu_stretch)
+                    plan.start_cpu_stretch,
+                    probe_ratio(restart.start_core_probe_ms, plan.start_core_probe_ms))
     # the end's work is the worker's, its part on a core unmeasured: all of it stretches
-    last = carried(restart.end_s or 0.0, None, restart.end_cpu_stretch, plan.train_cpu_stretch)
+    last = carried(restart.end_s or 0.0, None, restart.end_cpu_stretch, plan.train_cpu_stretch,
+                   probe_ratio(restart.end_core_probe_ms, plan.train_core_probe_ms))
     words = f"; first start and end fitted on {restart.runs} run(s)"
     if first != 1.0 or last != 1.0:
         words += f" (× {first:.2f} and × {last:.2f} for what the run's workers lived)"

@@ -17,7 +17,12 @@ and the supervisor reads from the new worker at its first step
 (:mod:`real_runs.loadprobe`). The fit keeps the median stretch of its restarts, and
 :func:`load_factor` carries a fitted restart to a restart or run that lived another
 stretch by its part on a core only (:func:`carried`: the rest, I/O and the
-supervisor's detection, waits for no core). Where the stretch was not read (records from before
+supervisor's detection, waits for no core). A core may also run slower: the
+supervisor times a fixed slice of work of its own while the worker runs (its *core
+probe*, :func:`real_runs.loadprobe.core_probe_ms`), and the time on a core is carried
+by the ratio of the run's probe to the fit's (:func:`probe_ratio`); each fitted
+restart's time on a core is first brought to the fit's median probe, so one restart
+timed on a slow core does not move the fit. Where the stretch was not read (records from before
 it, a kernel without sched statistics) the runnable count ``R`` stands in, by
 processor sharing: ``max(1, R/C)`` on ``C`` cores — blind to how Linux groups tasks
 by session before it shares the cores (autogroup), which is why the stretch comes
@@ -46,39 +51,56 @@ def load_stretch(runnable_tasks: float, cores: int) -> float:
     return max(1.0, runnable_tasks / max(cores, 1))
 
 
+def probe_ratio(fitted_ms: float | None, lived_ms: float | None) -> float:
+    """How many times slower a core ran than where a time was fitted: the ratio of the
+    two core probes (1 when either is unknown)."""
+    if not fitted_ms or not lived_ms:
+        return 1.0
+    return lived_ms / fitted_ms
+
+
 def load_factor(fit: RestartFit, runnable_tasks: float | None, cores: int,
-                cpu_stretch: float | None = None) -> float:
-    """A fitted restart's time at a CPU stretch of ``cpu_stretch`` (else under
-    ``runnable_tasks``) over its time as fitted (1 when neither is known on both sides)."""
+                cpu_stretch: float | None = None, core_probe_ms: float | None = None
+                ) -> float:
+    """A fitted restart's time at a CPU stretch of ``cpu_stretch`` on cores whose probe
+    read ``core_probe_ms`` (else under ``runnable_tasks``) over its time as fitted (1
+    when neither is known on both sides)."""
     if fit.cpu_stretch is not None and cpu_stretch is not None:
-        return carried(fit.time_s(0.0), fit.on_cpu_s, fit.cpu_stretch, cpu_stretch)
+        return carried(fit.time_s(0.0), fit.on_cpu_s, fit.cpu_stretch, cpu_stretch,
+                       probe_ratio(fit.core_probe_ms, core_probe_ms))
     if fit.runnable_tasks is None or runnable_tasks is None:
         return 1.0
     return load_stretch(runnable_tasks, cores) / load_stretch(fit.runnable_tasks, cores)
 
 
 def carried(total_s: float, on_cpu_s: float | None, fitted: float | None,
-            lived: float | None) -> float:
+            lived: float | None, slower: float = 1.0) -> float:
     """The factor that carries a time of ``total_s`` fitted at CPU stretch ``fitted`` to
-    one lived at ``lived``: only its ``on_cpu_s`` on a core waited ``stretch − 1`` per
-    second on it (``total + on_cpu·(lived − fitted)``), the rest — I/O, the supervisor —
-    not; all of it when ``on_cpu_s`` is unknown (the ratio of the stretches); 1 when
-    either stretch is unknown."""
-    if lived is None or not fitted or total_s <= 0:
+    one lived at ``lived`` on cores ``slower`` times as slow: only its ``on_cpu_s`` on a
+    core grows, to ``on_cpu·slower`` on the core and ``stretch − 1`` waiting per second
+    of that (``total + on_cpu·(lived·slower − fitted)``), the rest — I/O, the supervisor
+    — not; all of it when ``on_cpu_s`` is unknown (``lived·slower / fitted``). A stretch
+    unknown on either side is taken as 1 on both (only the core's speed carries)."""
+    if total_s <= 0:
         return 1.0
+    if lived is None or not fitted:
+        lived = fitted = 1.0
     if on_cpu_s is None:
-        return lived / fitted
-    return max(total_s + on_cpu_s * (lived - fitted), 0.0) / total_s
+        return lived * slower / fitted
+    return max(total_s + on_cpu_s * (lived * slower - fitted), 0.0) / total_s
 
 
 def load_words(factor: float, cpu_stretch: float | None, fit: RestartFit,
-               runnable_tasks: float | None, cores: int, what: str) -> str:
+               runnable_tasks: float | None, cores: int, what: str,
+               core_probe_ms: float | None = None) -> str:
     """The basis's words for a load factor (empty when it is 1)."""
     if factor == 1.0:
         return ""
     if fit.cpu_stretch is not None and cpu_stretch is not None:
+        slower = probe_ratio(fit.core_probe_ms, core_probe_ms)
+        cores_words = f", cores {slower:.2f}× as slow as fitted" if slower != 1.0 else ""
         return (f", × {factor:.2f} for {what} (CPU stretch {cpu_stretch:.2f}, fitted at "
-                f"{fit.cpu_stretch:.2f})")
+                f"{fit.cpu_stretch:.2f}{cores_words})")
     return (f", × {factor:.2f} for {what} ({runnable_tasks:g} runnable task(s) on {cores} "
             f"core(s), fitted at {fit.runnable_tasks:g})")
 
@@ -100,10 +122,28 @@ def _run_ends(runs: list[SupervisedRun]) -> dict[str, float | int | None]:
             out[f"{key}_s"] = sig(statistics.median(getattr(m, f"{key}_s") for m in ms))
             lived = [getattr(m, stretch) for m in ms if getattr(m, stretch) is not None]
             out[f"{key}_cpu_stretch"] = sig(statistics.median(lived)) if lived else None
-    on_cpu = [m.start_on_cpu_s for m in starts if m.start_on_cpu_s is not None]
-    if on_cpu:
-        out["start_on_cpu_s"] = sig(statistics.median(on_cpu))
+    on_cpu, probe = at_median_probe([(m.start_on_cpu_s, m.start_core_probe_ms)
+                                     for m in starts])
+    out["start_on_cpu_s"], out["start_core_probe_ms"] = on_cpu, probe
+    trained = [m.train_core_probe_ms for m in ends if m.train_core_probe_ms is not None]
+    out["end_core_probe_ms"] = sig(statistics.median(trained)) if trained else None
     return out
+
+
+def at_median_probe(samples: list[tuple[float | None, float | None]]
+                    ) -> tuple[float | None, float | None]:
+    """The median time on a core of ``(on_cpu_s, core_probe_ms)`` samples and the probe
+    it is at: each sample timed with a probe is first carried to the median probe of
+    those (``on_cpu · median / probe``), so a restart on a slow core moves the fit no
+    more than one on a fast core; (None, None) without a time on a core."""
+    times = [(t, p) for t, p in samples if t is not None]
+    if not times:
+        return None, None
+    probes = [p for _, p in times if p]
+    if not probes:
+        return sig(statistics.median(t for t, _ in times)), None
+    mid = statistics.median(probes)
+    return (sig(statistics.median(t * mid / p if p else t for t, p in times)), sig(mid))
 
 
 def fit_restart(records: list[Restart], runs: list[SupervisedRun] | None = None
@@ -124,7 +164,7 @@ def fit_restart(records: list[Restart], runs: list[SupervisedRun] | None = None
         imports = [x.import_s for x in m if x.import_s is not None]
         runnable = [x.runnable_tasks for x in m if x.runnable_tasks is not None]
         stretches = [x.cpu_stretch for x in m if x.cpu_stretch is not None]
-        on_cpu = [x.on_cpu_s for x in m if x.on_cpu_s is not None]
+        on_cpu, probe = at_median_probe([(x.on_cpu_s, x.core_probe_ms) for x in m])
         fit = RestartFit(
             framework=framework, process_start_s=med(x.process_start_s for x in m),
             setup_s=med(x.setup_s for x in m), import_s=med(imports) if imports else None,
@@ -133,7 +173,7 @@ def fit_restart(records: list[Restart], runs: list[SupervisedRun] | None = None
                         for x in m),
             runnable_tasks=med(runnable) if runnable else None,
             cpu_stretch=med(stretches) if stretches else None,
-            on_cpu_s=med(on_cpu) if on_cpu else None,
+            on_cpu_s=on_cpu, core_probe_ms=probe,
             **_run_ends(by_framework.get(framework, [])),  # type: ignore[arg-type]
             points=len(m), residuals=residuals([0.0], [1.0]))
         pred = [restart_time_s(fit, x.load_s) for x in m]

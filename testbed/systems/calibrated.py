@@ -144,8 +144,15 @@ class RestartFit(Strict):
         default=None, description="median time the fitted restarts' workers spent on a core "
                                   "(the part a load stretches; the rest waits on I/O, the "
                                   "supervisor)")
+    core_probe_ms: NonNeg | None = Field(
+        default=None, description="median core probe (ms, real_runs.loadprobe) of the "
+                                  "fitted restarts: how slow a core was; on_cpu_s is "
+                                  "their time on a core at this probe")
     start_on_cpu_s: NonNeg | None = Field(
         default=None, description="median time the first workers spent on a core")
+    start_core_probe_ms: NonNeg | None = Field(
+        default=None, description="median core probe of those first starts "
+                                  "(start_on_cpu_s is at this probe)")
     start_s: NonNeg | None = Field(
         default=None, description="median first start of the fitted supervised runs: the "
                                   "run's start to its first worker's first step")
@@ -157,6 +164,8 @@ class RestartFit(Strict):
     end_cpu_stretch: NonNeg | None = Field(
         default=None, description="median training CPU stretch of those runs (the end's "
                                   "work is the worker's, at the training's load)")
+    end_core_probe_ms: NonNeg | None = Field(
+        default=None, description="median training core probe of those runs")
     runs: int = Field(default=0, ge=0, description="supervised runs behind start_s and end_s")
     points: int = Field(ge=0)
     residuals: Residuals

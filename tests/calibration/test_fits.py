@@ -367,3 +367,50 @@ def test_only_the_time_on_a_core_is_stretched():
     assert carried(3.0, None, 2.0, 1.0) == 0.5
     assert carried(3.0, 1.0, 2.0, 2.0) == 1.0
     assert carried(0.0, 1.0, 2.0, 1.0) == 1.0                     # nothing to carry
+
+
+def test_a_slower_core_carries_the_time_on_it():
+    """Cores 1.5× as slow (the supervisor's core probe, real_runs.loadprobe): the 1 s a
+    restart of 3 s spent on a core at a stretch of 2 becomes 1.5 s on the core and as
+    long again waiting — 3 s for that part, 4 s in all; with no stretch read on either
+    side only the core's speed carries; without the on-core time, all of it does."""
+    from testbed.calibration.restart import carried, probe_ratio
+    assert carried(3.0, 1.0, 2.0, 2.0, 1.5) == pytest.approx(4 / 3)
+    assert carried(3.0, 1.0, None, 2.0, 1.5) == pytest.approx(3.5 / 3)
+    assert carried(3.0, None, 2.0, 2.0, 1.5) == pytest.approx(1.5)
+    assert carried(3.0, 1.0, 2.0, 2.0) == 1.0
+    assert (probe_ratio(2.0, 3.0), probe_ratio(None, 3.0), probe_ratio(2.0, None)) == (
+        1.5, 1.0, 1.0)
+
+
+def test_the_fit_brings_each_restart_to_its_median_probe(tmp_path):
+    """Five restarts, each on a core of another speed: their time on a core is carried
+    to the median probe before the median is taken (here all the same work, 2 s at a
+    probe of 2 ms), so the fit holds no trace of which ones ran on a slow core; a run
+    whose restarts saw cores 1.25× as slow gets 1.25× the on-core part (at the fit's
+    stretch) and the first start is carried by its own probe the same way."""
+    from testbed.calibration.replay import plan_of_record, replay_costs
+    from testbed.calibration.restart import at_median_probe
+
+    samples = [(2.0 * p / 2.0, p) for p in (1.0, 1.5, 2.0, 3.0, 4.0)]
+    assert at_median_probe(samples) == (2.0, 2.0)
+    assert at_median_probe([(1.0, None), (3.0, None), (2.0, None)]) == (2.0, None)
+    assert at_median_probe([(None, 2.0)]) == (None, None)
+    system = _loaded_profile(tmp_path, "probed", [
+        _restart(2.2, cpu_stretch=1.0, on_cpu_s=on, core_probe_ms=p) for on, p in samples] + [
+        _run(start_s=3.0, start_on_cpu_s=2.5, start_cpu_stretch=1.0, start_core_probe_ms=2.0,
+             end_s=0.1, train_cpu_stretch=1.0, train_core_probe_ms=2.0)])
+    (rf,) = system.records_fit.restart
+    assert (rf.on_cpu_s, rf.core_probe_ms, rf.start_core_probe_ms, rf.end_core_probe_ms) == (
+        2.0, 2.0, 2.0, 2.0)
+    same = replay_costs(system, plan_of_record(_run(
+        restart_cpu_stretch=1.0, restart_core_probe_ms=2.0, start_cpu_stretch=1.0,
+        start_core_probe_ms=2.0, train_cpu_stretch=1.0, train_core_probe_ms=2.0)))
+    slow = replay_costs(system, plan_of_record(_run(
+        restart_cpu_stretch=1.0, restart_core_probe_ms=2.5, start_cpu_stretch=1.0,
+        start_core_probe_ms=2.5, train_cpu_stretch=1.0, train_core_probe_ms=3.0)))
+    total = rf.time_s(0.0)
+    assert slow.restart_s == pytest.approx(same.restart_s * (total + 0.25 * 2.0) / total)
+    assert slow.startup_s == pytest.approx(3.0 + 0.25 * 2.5)
+    assert slow.end_s == pytest.approx(0.1 * 1.5)           # all of the end carries
+    assert "cores 1.25× as slow as fitted" in slow.basis

@@ -59,6 +59,8 @@ def test_quick_loop_writes_records_manifest_and_profile(quick_loop):
         # the load each restart ran under, read while it was under way (Linux)
         assert fit.runnable_tasks is not None and fit.runnable_tasks > 0, fit
         assert fit.cpu_stretch is not None and fit.cpu_stretch >= 1.0, fit
+        # and how slow the cores ran: the supervisor's probe (ms of a ~1-2 ms slice)
+        assert fit.core_probe_ms is not None and 0.1 < fit.core_probe_ms < 100, fit
     assert {ab.processes for ab in prof.fit.network} == {2, 3, 4}
     # the scheduling delay of ranks sharing the cores, from the two fitted runs
     (dp,) = prof.fit.data_parallel
@@ -134,6 +136,7 @@ def test_replay_of_the_held_out_run(quick_loop, framework, tmp_path):
     assert metrics["restart_runnable_tasks"] > 0 and metrics["train_runnable_tasks"] > 0
     # and what its workers lived: on a core or waiting for one, per thread (loadprobe)
     assert all(metrics[f"{part}_cpu_stretch"] >= 1.0 for part in ("start", "restart", "train"))
+    assert all(metrics[f"{part}_core_probe_ms"] > 0 for part in ("start", "restart", "train"))
     assert out["wall_time_accuracy"] >= ONE_RUN_FLOOR
     text = run_testbed("simulate", "--replay-run", str(run), "--system",
                        str(quick_loop["profile"]))

@@ -1,5 +1,6 @@
 """The load sensors of a supervised run (real_runs.loadprobe): the running count of
-/proc/loadavg and the CPU stretch the kernel's per-thread sched statistics give."""
+/proc/loadavg, the CPU stretch the kernel's per-thread sched statistics give, and the
+core probe (how slow a core ran, blind to the waiting)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 
 import pytest
 
-from real_runs.loadprobe import cpu_stretch, runnable_besides_me, sched_ns
+from real_runs.loadprobe import core_probe_ms, cpu_stretch, runnable_besides_me, sched_ns
 
 LINUX_SCHED = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat")
 #: A busy loop that runs until killed.
@@ -70,3 +71,42 @@ def test_two_busy_loops_on_one_core_each_live_a_stretch_of_two():
     # each one's time on the core and waiting add up to the interval it lived
     for on_cpu, waiting in deltas:
         assert on_cpu + waiting == pytest.approx(wall_ns, rel=0.1)
+
+
+def _probes(n: int) -> tuple[float, float]:
+    """Median CPU ms and median wall ms of ``n`` core probes."""
+    cpu, wall = [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        cpu.append(core_probe_ms())
+        wall.append((time.perf_counter() - t0) * 1e3)
+    return sorted(cpu)[n // 2], sorted(wall)[n // 2]
+
+
+@pytest.mark.measured
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_the_core_probe_counts_time_on_the_core_not_the_wait():
+    """The probe pinned to one core, alone and then beside two busy loops pinned to the
+    same core: beside them it waits for the core (its wall time at least 1.5× its CPU
+    time: a third of the core each), but what it reports, its time on the core, stays
+    what it was alone within the cache traffic of the switches (0.5–2×, where counting
+    the wait would give about 3×; medians of 15) — so a restart's waiting is counted once, by the stretch, not again here."""
+    core = min(os.sched_getaffinity(0))
+    mask = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {core})
+    procs: list[subprocess.Popen] = []
+    try:
+        alone_cpu, _ = _probes(15)
+        procs = [subprocess.Popen([sys.executable, "-c", SPIN],
+                                  preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+                 for _ in range(2)]
+        time.sleep(0.3)
+        shared_cpu, shared_wall = _probes(15)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        os.sched_setaffinity(0, mask)
+    assert alone_cpu > 0
+    assert shared_wall >= 1.5 * shared_cpu, (shared_wall, shared_cpu)
+    assert 0.5 <= shared_cpu / alone_cpu <= 2.0, (alone_cpu, shared_cpu)
