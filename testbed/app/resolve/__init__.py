@@ -44,15 +44,15 @@ from testbed.resilience.ckpt_policy import JobFigures
 from testbed.resilience.plan import JobPlan
 from testbed.resilience.spec import RunLimits, SimSpec, TargetCI, closed_form_wall_s
 from testbed.scenario.schema import Scenario, Workload
-from testbed.systems.profile import SystemProfile
 
 __all__ = ["OracleComparison", "expected_failures", "failure_model", "hpo_plan",
            "lifecycle", "oracle_comparison", "oracle_estimate", "oracle_request",
            "refuse_runaway", "relative_path", "resolve", "resolve_or_infeasible",
            "scenario_system"]
 
-if TYPE_CHECKING:                 # annotations only: the oracle loads when it runs
+if TYPE_CHECKING:   # annotations only: the oracle and the profiles load when they are used
     from testbed.oracle.estimate import Estimate
+    from testbed.systems.profile import SystemProfile
 
 
 def _nodes(sc: Scenario, system: SystemProfile | None) -> int:

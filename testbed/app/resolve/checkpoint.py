@@ -16,10 +16,10 @@ from testbed.resilience.ckpt_cost import checkpoint_cost, pfs_transfer_s
 from testbed.resilience.ckpt_policy import JobFigures, policy
 from testbed.resilience.plan import CkptLevel
 from testbed.scenario.schema import Scenario
-from testbed.systems.profile import SystemProfile
 
-if TYPE_CHECKING:                 # annotations only: the oracle loads when it runs
+if TYPE_CHECKING:   # annotations only: the oracle and the profiles load when they are used
     from testbed.oracle.estimate import Estimate
+    from testbed.systems.profile import SystemProfile
 
 
 def _physics_cost(sc: Scenario, nodes: int, state: int, system: SystemProfile,

@@ -9,7 +9,6 @@ from testbed.resilience.failures import FailureModel, TraceFailure
 from testbed.resilience.maintenance import Windows
 from testbed.resilience.plan import JobPlan
 from testbed.scenario.schema import Failures, Scenario
-from testbed.systems.profile import default_restart_s
 
 
 def _cause_rows(sc: Scenario, f: Failures, costs: dict[str, dict]) -> list[CauseRow]:
@@ -40,6 +39,7 @@ def _default_restart_s(sc: Scenario, f: Failures) -> float:
     import, model build; :func:`testbed.systems.profile.default_restart_s`), else 0."""
     if "restart" in f.model_fields_set or sc.system is None:
         return f.restart
+    from testbed.systems.profile import default_restart_s  # only with a profile
     measured = default_restart_s(named_system(sc))
     return measured if measured is not None else f.restart
 

@@ -15,11 +15,11 @@ from testbed.app.resolve.paths import at
 from testbed.app.resolve.sources import named_system
 from testbed.errors import Infeasible
 from testbed.oracle.names import DEFAULT_SCHEDULE
-from testbed.oracle.request import Request
 from testbed.scenario.schema import Scenario
 
 if TYPE_CHECKING:                 # the oracle's model is imported when it is asked
     from testbed.oracle.estimate import Estimate
+    from testbed.oracle.request import Request
     from testbed.oracle.sweep import SweepResult
 
 #: Global batch and GPU count of the strategy comparison when a scenario gives no
@@ -38,6 +38,7 @@ def oracle_request(sc: Scenario, *, field: str = "workload.steps") -> Request:
     w = sc.workload
     with at(sc, "model"):
         from testbed.oracle import resolve_model
+        from testbed.oracle.request import Request
         # a written shape ("3x224x224") is read by the zoo, its errors at model.input_shape
         model = resolve_model(m.name, m.input_shape)
         return Request(model=model, system=system, strategy=p.strategy, gpus=p.gpus,

@@ -8,14 +8,16 @@ of the resolver, and the core below them, read no file of a scenario's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testbed.app.resolve.paths import at, relative_path, system_ref
 from testbed.io.read import read_csv, read_jsonl
 from testbed.resilience.causes import CauseRow, load_cause_table
 from testbed.scenario.schema import Scenario
-from testbed.systems.profile import SystemProfile, load_system
 from testbed.traces import TraceRow, load_trace
+
+if TYPE_CHECKING:   # the profiles' models load when a scenario names a system
+    from testbed.systems.profile import SystemProfile
 
 
 def scenario_system(sc: Scenario) -> SystemProfile | None:
@@ -27,6 +29,7 @@ def scenario_system(sc: Scenario) -> SystemProfile | None:
 
 def named_system(sc: Scenario) -> SystemProfile:
     """The profile of the scenario's ``system:`` (which the caller knows is given)."""
+    from testbed.systems.profile import load_system
     ref = system_ref(sc)
     with at(sc, "system"):
         return load_system(ref)
