@@ -40,6 +40,7 @@ from testbed.calibration.restart import (
     load_words,
     probe_ratio,
     restart_time_s,
+    start_wall_s,
 )
 from testbed.calibration.storage import bytes_on_disk, load_time_s, save_time_s
 from testbed.errors import ScenarioError
@@ -286,9 +287,11 @@ def _run_ends(restart: RestartFit, plan: RunPlan, factor: float) -> tuple[float,
     if restart.start_s is None:
         startup = (restart.process_start_s + restart.setup_s + restart.first_step_s) * factor
         return startup, 0.0, "; first start from the restart's parts"
-    first = carried(restart.start_s, restart.start_on_cpu_s, restart.start_cpu_stretch,
-                    plan.start_cpu_stretch,
-                    probe_ratio(restart.start_core_probe_ms, plan.start_core_probe_ms))
+    split = start_wall_s(restart, plan.start_cpu_stretch, plan.start_core_probe_ms)
+    first = (split / restart.start_s if split is not None and restart.start_s > 0 else
+             carried(restart.start_s, restart.start_on_cpu_s, restart.start_cpu_stretch,
+                     plan.start_cpu_stretch,
+                     probe_ratio(restart.start_core_probe_ms, plan.start_core_probe_ms)))
     # the end's work is the worker's, its part on a core unmeasured: all of it stretches
     last = carried(restart.end_s or 0.0, None, restart.end_cpu_stretch, plan.train_cpu_stretch,
                    probe_ratio(restart.end_core_probe_ms, plan.train_core_probe_ms))

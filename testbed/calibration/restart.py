@@ -22,11 +22,25 @@ supervisor times a fixed slice of work of its own while the worker runs (its *co
 probe*, :func:`real_runs.loadprobe.core_probe_ms`), and the time on a core is carried
 by the ratio of the run's probe to the fit's (:func:`probe_ratio`); each fitted
 restart's time on a core is first brought to the fit's median probe, so one restart
-timed on a slow core does not move the fit. Where the stretch was not read (records from before
-it, a kernel without sched statistics) the runnable count ``R`` stands in, by
+timed on a slow core does not move the fit. Where the stretch was not read (records
+from before it, a kernel without sched statistics) the runnable count ``R`` stands in, by
 processor sharing: ``max(1, R/C)`` on ``C`` cores — blind to how Linux groups tasks
 by session before it shares the cores (autogroup), which is why the stretch comes
 first.
+
+**The model.** Measured, a restart is its worker's time on a core times its stretch,
+plus a rest that waits for no core: across 120 restarts of three frameworks under load
+(2026-12-03, calibrations G–K) ``restart − load − on-CPU × stretch`` was −0.02 to 0.27
+s (median 0.04 s) of 0.6–15 s. So a restart is priced as ``rest + on-CPU × stretch``
+(:func:`restart_wall_s`; :func:`carried` where a fit has no such split), the on-core
+time brought to the run's core probe and grown by ``contention_per_stretch``
+(:func:`on_core_s`): co-runners that make the stretch also share the caches and the
+memory, which the probe feels less than a framework import does — the on-core time per
+probe millisecond of TensorFlow restarts was 2.02 at stretch 1.21 and 2.18 at 1.60,
+and 1.85–2.00 at 1.02 in the held-out run. The slope is a Theil–Sen median of pairwise
+slopes over the fit set's restarts, relative to their median, kept in [0, 2], and taken
+only when their stretches span at least :data:`MIN_STRETCH_SPAN`; the growth it gives is
+kept within [0.5, 2].
 
 **A run's two ends.** The first start (the run's start to the first worker's first
 step) and the end (the last worker's last step to the run's end: its result, the
@@ -44,6 +58,73 @@ from collections import defaultdict
 from testbed.calibration.metrics import residuals, sig
 from testbed.measurements import Restart, SupervisedRun
 from testbed.systems.calibrated import RestartFit
+
+#: The fitted restarts' CPU stretches must span this much for a contention slope.
+MIN_STRETCH_SPAN = 0.15
+#: Fewest fitted restarts with a stretch and a probe behind a contention slope.
+MIN_SLOPE_POINTS = 4
+
+
+def on_core_s(on_cpu_s: float, fit: RestartFit, stretch: float | None,
+              probe_ms: float | None, fitted_stretch: float | None,
+              fitted_probe_ms: float | None) -> float:
+    """A fitted time on a core (``on_cpu_s`` at ``fitted_stretch`` and
+    ``fitted_probe_ms``) on cores whose probe read ``probe_ms`` beside co-runners that
+    stretched it to ``stretch``."""
+    t = on_cpu_s * probe_ratio(fitted_probe_ms, probe_ms)
+    k = fit.contention_per_stretch
+    if k and stretch is not None and fitted_stretch:
+        t *= min(max(1.0 + k * (stretch - fitted_stretch), 0.5), 2.0)
+    return t
+
+
+def restart_wall_s(fit: RestartFit, stretch: float | None, probe_ms: float | None
+                   ) -> float | None:
+    """Kill to the first step of the new worker, without the checkpoint load, at a CPU
+    stretch of ``stretch`` on cores whose probe read ``probe_ms`` (the fit's own where
+    unknown): ``rest + on-CPU × stretch``; None for a fit without that split."""
+    if fit.rest_s is None or fit.on_cpu_s is None or fit.cpu_stretch is None:
+        return None
+    s = stretch if stretch is not None else fit.cpu_stretch
+    return fit.rest_s + on_core_s(fit.on_cpu_s, fit, s, probe_ms, fit.cpu_stretch,
+                                  fit.core_probe_ms) * s
+
+
+def start_wall_s(fit: RestartFit, stretch: float | None, probe_ms: float | None
+                 ) -> float | None:
+    """A run's first start the same way: its worker does what a restarted one does
+    (interpreter, framework import, model build, first step), so its time on a core is
+    the restarts' (five or more of them, where a design has one run per framework);
+    its rest and the stretch it lived are its own. None without that split."""
+    if fit.start_rest_s is None or fit.start_cpu_stretch is None:
+        return None
+    s = stretch if stretch is not None else fit.start_cpu_stretch
+    if fit.on_cpu_s is not None and fit.cpu_stretch is not None:
+        on = on_core_s(fit.on_cpu_s, fit, s, probe_ms, fit.cpu_stretch, fit.core_probe_ms)
+    elif fit.start_on_cpu_s is not None:
+        on = on_core_s(fit.start_on_cpu_s, fit, s, probe_ms, fit.start_cpu_stretch,
+                       fit.start_core_probe_ms)
+    else:
+        return None
+    return fit.start_rest_s + on * s
+
+
+def contention_slope(points: list[tuple[float, float]]) -> float | None:
+    """Relative growth of the on-core time per unit of stretch from ``(stretch,
+    on-core time at one probe)`` points: the Theil–Sen slope (median of the pairwise
+    slopes) over the median time, in [0, 2]; None when the points are too few or their
+    stretches span too little."""
+    if len(points) < MIN_SLOPE_POINTS:
+        return None
+    xs = [x for x, _ in points]
+    if max(xs) - min(xs) < MIN_STRETCH_SPAN:
+        return None
+    slopes = [(b[1] - a[1]) / (b[0] - a[0]) for i, a in enumerate(points)
+              for b in points[i + 1:] if abs(b[0] - a[0]) > 1e-9]
+    mid = statistics.median(y for _, y in points)
+    if not slopes or mid <= 0:
+        return None
+    return sig(min(max(statistics.median(slopes) / mid, 0.0), 2.0))
 
 
 def load_stretch(runnable_tasks: float, cores: int) -> float:
@@ -66,6 +147,9 @@ def load_factor(fit: RestartFit, runnable_tasks: float | None, cores: int,
     read ``core_probe_ms`` (else under ``runnable_tasks``) over its time as fitted (1
     when neither is known on both sides)."""
     if fit.cpu_stretch is not None and cpu_stretch is not None:
+        wall = restart_wall_s(fit, cpu_stretch, core_probe_ms)
+        if wall is not None and fit.time_s(0.0) > 0:
+            return wall / fit.time_s(0.0)
         return carried(fit.time_s(0.0), fit.on_cpu_s, fit.cpu_stretch, cpu_stretch,
                        probe_ratio(fit.core_probe_ms, core_probe_ms))
     if fit.runnable_tasks is None or runnable_tasks is None:
@@ -125,6 +209,10 @@ def _run_ends(runs: list[SupervisedRun]) -> dict[str, float | int | None]:
     on_cpu, probe = at_median_probe([(m.start_on_cpu_s, m.start_core_probe_ms)
                                      for m in starts])
     out["start_on_cpu_s"], out["start_core_probe_ms"] = on_cpu, probe
+    rests = [start - on * st for start, on, st in
+             ((m.start_s, m.start_on_cpu_s, m.start_cpu_stretch) for m in starts)
+             if start is not None and on is not None and st is not None]
+    out["start_rest_s"] = sig(max(statistics.median(rests), 0.0)) if rests else None
     trained = [m.train_core_probe_ms for m in ends if m.train_core_probe_ms is not None]
     out["end_core_probe_ms"] = sig(statistics.median(trained)) if trained else None
     return out
@@ -165,6 +253,11 @@ def fit_restart(records: list[Restart], runs: list[SupervisedRun] | None = None
         runnable = [x.runnable_tasks for x in m if x.runnable_tasks is not None]
         stretches = [x.cpu_stretch for x in m if x.cpu_stretch is not None]
         on_cpu, probe = at_median_probe([(x.on_cpu_s, x.core_probe_ms) for x in m])
+        lived = [(x.restart_s - x.load_s, x.on_cpu_s, x.cpu_stretch, x.core_probe_ms)
+                 for x in m if x.on_cpu_s is not None and x.cpu_stretch is not None]
+        rests = [wall - on * st for wall, on, st, _ in lived]
+        slope = (contention_slope([(st, on * probe / p) for _, on, st, p in lived if p])
+                 if probe else None)
         fit = RestartFit(
             framework=framework, process_start_s=med(x.process_start_s for x in m),
             setup_s=med(x.setup_s for x in m), import_s=med(imports) if imports else None,
@@ -174,9 +267,11 @@ def fit_restart(records: list[Restart], runs: list[SupervisedRun] | None = None
             runnable_tasks=med(runnable) if runnable else None,
             cpu_stretch=med(stretches) if stretches else None,
             on_cpu_s=on_cpu, core_probe_ms=probe,
+            rest_s=med(rests) if rests else None, contention_per_stretch=slope,
             **_run_ends(by_framework.get(framework, [])),  # type: ignore[arg-type]
             points=len(m), residuals=residuals([0.0], [1.0]))
-        pred = [restart_time_s(fit, x.load_s) for x in m]
+        pred = [(restart_wall_s(fit, x.cpu_stretch, x.core_probe_ms) or fit.time_s(0.0))
+                + x.load_s for x in m]
         out.append(fit.model_copy(update={"residuals": residuals(pred, [x.restart_s for x in m])}))
     return tuple(out)
 

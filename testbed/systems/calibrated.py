@@ -148,8 +148,23 @@ class RestartFit(Strict):
         default=None, description="median core probe (ms, real_runs.loadprobe) of the "
                                   "fitted restarts: how slow a core was; on_cpu_s is "
                                   "their time on a core at this probe")
+    rest_s: NonNeg | None = Field(
+        default=None, description="median of what a fitted restart took besides its "
+                                  "worker's time on a core and waiting for one (restart − "
+                                  "load − on-CPU × stretch: the supervisor's detection, "
+                                  "I/O); None: not measured")
+    contention_per_stretch: float | None = Field(
+        default=None, ge=0, le=2, description="relative growth of the on-core time (at "
+                                              "one core probe) per unit of CPU stretch "
+                                              "across the fitted restarts: what sharing "
+                                              "the caches and memory with the co-runners "
+                                              "costs (Theil–Sen; None: the fitted "
+                                              "stretches span too little to tell)")
     start_on_cpu_s: NonNeg | None = Field(
         default=None, description="median time the first workers spent on a core")
+    start_rest_s: NonNeg | None = Field(
+        default=None, description="median of a first start besides its worker's on-core "
+                                  "time and waiting")
     start_core_probe_ms: NonNeg | None = Field(
         default=None, description="median core probe of those first starts "
                                   "(start_on_cpu_s is at this probe)")

@@ -388,7 +388,8 @@ def test_the_fit_brings_each_restart_to_its_median_probe(tmp_path):
     to the median probe before the median is taken (here all the same work, 2 s at a
     probe of 2 ms), so the fit holds no trace of which ones ran on a slow core; a run
     whose restarts saw cores 1.25× as slow gets 1.25× the on-core part (at the fit's
-    stretch) and the first start is carried by its own probe the same way."""
+    stretch). A first start does what a restart does: its time on a core is the
+    restarts' (2 s at 2 ms), its rest its own (3 s − 2.5 s on a core = 0.5 s)."""
     from testbed.calibration.replay import plan_of_record, replay_costs
     from testbed.calibration.restart import at_median_probe
 
@@ -411,6 +412,36 @@ def test_the_fit_brings_each_restart_to_its_median_probe(tmp_path):
         start_core_probe_ms=2.5, train_cpu_stretch=1.0, train_core_probe_ms=3.0)))
     total = rf.time_s(0.0)
     assert slow.restart_s == pytest.approx(same.restart_s * (total + 0.25 * 2.0) / total)
-    assert slow.startup_s == pytest.approx(3.0 + 0.25 * 2.5)
+    assert (rf.rest_s, rf.start_rest_s) == (pytest.approx(0.196), 0.5)
+    assert same.startup_s == pytest.approx(0.5 + 2.0)
+    assert slow.startup_s == pytest.approx(0.5 + 2.0 * 1.25)
     assert slow.end_s == pytest.approx(0.1 * 1.5)           # all of the end carries
     assert "cores 1.25× as slow as fitted" in slow.basis
+
+
+def test_a_restart_is_its_time_on_a_core_stretched_plus_a_rest(tmp_path):
+    """Five restarts of 0.02 s besides their worker's on-core time × stretch, with more
+    on-core time the more they shared the cores (+0.5 s per unit of stretch over 2 s at
+    stretch 1.5: a contention slope of 0.25): the fit keeps the rest, the median
+    on-core time and the slope; priced at stretch 1 on the fit's cores, a restart is
+    0.02 + 2 × (1 − 0.25 × 0.5) × 1 = 1.77 s — where carrying by the stretch alone would
+    say 0.02 + 2 × 1 = 2.02 s. Stretches spanning too little give no slope."""
+    from testbed.calibration.restart import contention_slope, restart_wall_s
+
+    line = [(s_, 2.0 + 0.5 * (s_ - 1.5)) for s_ in (1.2, 1.3, 1.5, 1.7, 1.8)]
+    assert contention_slope(line) == pytest.approx(0.25)
+    assert contention_slope(line[:3]) is None                       # too few
+    assert contention_slope([(1.0 + i * 0.01, 2.0 + i) for i in range(5)]) is None
+    assert contention_slope([(s_, 2.0 - (s_ - 1.5)) for s_, _ in line]) == 0.0  # never < 0
+    system = _loaded_profile(tmp_path, "split", [
+        _restart(0.004 + 0.02 + on * s_, cpu_stretch=s_, on_cpu_s=on, core_probe_ms=2.0)
+        for s_, on in line])
+    (rf,) = system.records_fit.restart
+    assert (rf.rest_s, rf.on_cpu_s, rf.cpu_stretch, rf.core_probe_ms) == pytest.approx(
+        (0.02, 2.0, 1.5, 2.0))
+    assert rf.contention_per_stretch == pytest.approx(0.25)
+    assert restart_wall_s(rf, 1.0, 2.0) == pytest.approx(0.02 + 2.0 * 0.875)
+    assert restart_wall_s(rf, None, None) == pytest.approx(0.02 + 2.0 * 1.5)   # as fitted
+    assert restart_wall_s(rf, 1.5, 3.0) == pytest.approx(0.02 + 3.0 * 1.5)     # slower core
+    # each fitted restart is priced at what it lived: the in-sample residuals are ~0
+    assert rf.residuals.worst_accuracy > 0.98

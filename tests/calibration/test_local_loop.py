@@ -136,7 +136,10 @@ def test_replay_of_the_held_out_run(quick_loop, framework, tmp_path):
     assert metrics["restart_runnable_tasks"] > 0 and metrics["train_runnable_tasks"] > 0
     # and what its workers lived: on a core or waiting for one, per thread (loadprobe)
     assert all(metrics[f"{part}_cpu_stretch"] >= 1.0 for part in ("start", "restart", "train"))
-    assert all(metrics[f"{part}_core_probe_ms"] > 0 for part in ("start", "restart", "train"))
+    # and how slow the cores ran (the training of 16 small steps may end before the
+    # supervisor's first probe of it, every 0.2 s: then it has none)
+    assert all(metrics[f"{part}_core_probe_ms"] > 0 for part in ("start", "restart"))
+    assert metrics["train_core_probe_ms"] is None or metrics["train_core_probe_ms"] > 0
     assert out["wall_time_accuracy"] >= ONE_RUN_FLOOR
     text = run_testbed("simulate", "--replay-run", str(run), "--system",
                        str(quick_loop["profile"]))
