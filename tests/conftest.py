@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,14 @@ settings.register_profile("ci", derandomize=True, database=None, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# A suite started in the background by a non-interactive shell (`make test &`, nohup, a
+# CI step's job) inherits SIGINT ignored, and every command it starts would too: the
+# tests that press Ctrl-C on a command would then find it deaf (a run that never stops,
+# a sweep that finishes with 0). Caught here, SIGINT is back to its default in each
+# child at exec, as in a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TESTBED_SHARED", REPO.parent / "shared"))
