@@ -232,8 +232,8 @@ class Store:
         """Create the tables of a new store in one exclusive transaction: a second
         process creating the same store waits for it, then finds every table there."""
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("BEGIN IMMEDIATE")
         try:
+            self.db.execute("BEGIN IMMEDIATE")
             if not self._tables():
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -376,14 +376,17 @@ class Store:
         """One write transaction; a failed write (full disk) rolls back and raises
         :class:`StoreWriteError`."""
         db = self.db
+        # a signal (SIGTERM, Ctrl-C) that landed between an earlier BEGIN and its guard
+        # left that transaction open: end it, or this BEGIN fails within it
+        _rollback(db)
         try:
-            db.execute("BEGIN IMMEDIATE")
             try:
+                db.execute("BEGIN IMMEDIATE")
                 yield
+                db.execute("COMMIT")
             except BaseException:
                 _rollback(db)
                 raise
-            db.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             _rollback(db)
             if sqlite_busy(exc):

@@ -126,3 +126,18 @@ def test_the_issue_example_sweep_plans_on_the_quickstart():
     assert len(plan.points) == 6
     assert {round(f.job_mtbf_s) for f in plan.facts} == {3 * 3600, 6 * 3600}
     assert all(f.policy == "fixed" for f in plan.facts)
+
+
+def test_a_write_after_an_interrupted_begin_ends_the_transaction_left_open(tmp_path):
+    """A signal that lands between a BEGIN and its guard (the fresh-clone failure of a
+    SIGTERMed sweep: 'cannot start a transaction within a transaction' at its release)
+    leaves a transaction open; the next write rolls it back first, so the interrupted
+    sweep still releases its claims and exits as interrupted."""
+    store = Store(tmp_path / "s.db")
+    assert store.claim(["a", "b"], "me", alive=lambda _owner: True) == {"a", "b"}
+    store.db.execute("BEGIN IMMEDIATE")                 # what the interrupt left open
+    store.db.execute("DELETE FROM claims WHERE point_key='a'")   # and half done
+    store.release("me")
+    assert not store.db.in_transaction
+    assert store.db.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
+    assert store.claim(["a"], "other", alive=lambda _owner: True) == {"a"}
