@@ -26,8 +26,8 @@ from real_runs.harness import RunConfig
 from real_runs.method import Method, load_1m, method_fields, split_rounds, summarise
 from testbed.errors import InputError
 
-#: Steps timed with per-layer hooks after the timed steps.
-LAYER_STEPS = 3
+#: Steps timed with per-layer hooks after the timed steps (each layer: their median).
+LAYER_STEPS = 5
 #: Keys of a step benchmark's result that make its summary.
 SUMMARY_KEYS = ("steps", "parameters", "first_step_s", "forward_s", "backward_s", "update_s",
                 "step_s", "step_cpu_s", "step_min_s", "step_mean_s", "step_round_lo_s",

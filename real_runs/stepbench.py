@@ -70,11 +70,7 @@ class Timed:
         backend = self.trainer.backend
         layer_s: dict[str, float] = {}
         if layer_steps and hasattr(backend, "enable_layer_timing"):
-            backend.enable_layer_timing()
-            before = dict(backend.layer_times())
-            self.trainer.train_until(self.trainer.step + layer_steps)
-            layer_s = {k: (v - before.get(k, 0.0)) / layer_steps
-                       for k, v in backend.layer_times().items()}
+            layer_s = self._layer_medians(layer_steps)
         return {
             "cfg": self.cfg.to_dict(), "steps": summary.samples, "rounds": len(self.rounds),
             "steps_per_round": self.steps,
@@ -94,6 +90,23 @@ class Timed:
             "wall_s": [w for _, ws, _ in self.rounds for w in ws],
             "layer_s": layer_s,
         }
+
+
+    def _layer_medians(self, layer_steps: int) -> dict[str, float]:
+        """Forward seconds per layer, the median over ``layer_steps`` extra steps (the
+        statistic of the step time: one step a co-runner stalls does not move it, where
+        a mean over the steps would carry that stall into the layer it hit)."""
+        backend = self.trainer.backend
+        backend.enable_layer_timing()  # type: ignore[attr-defined]
+        per_step: dict[str, list[float]] = {}
+        before = dict(backend.layer_times())
+        for _ in range(layer_steps):
+            self.trainer.train_until(self.trainer.step + 1)
+            now = backend.layer_times()
+            for name, total in now.items():
+                per_step.setdefault(name, []).append(total - before.get(name, 0.0))
+            before = dict(now)
+        return {name: statistics.median(times) for name, times in per_step.items()}
 
 
 def time_configs(configs: list[dict[str, Any]], method: Method,

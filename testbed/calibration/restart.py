@@ -65,14 +65,14 @@ MIN_STRETCH_SPAN = 0.15
 MIN_SLOPE_POINTS = 4
 
 
-def on_core_s(on_cpu_s: float, fit: RestartFit, stretch: float | None,
-              probe_ms: float | None, fitted_stretch: float | None,
+def on_core_s(on_cpu_s: float, contention_per_stretch: float | None,
+              stretch: float | None, probe_ms: float | None, fitted_stretch: float | None,
               fitted_probe_ms: float | None) -> float:
     """A fitted time on a core (``on_cpu_s`` at ``fitted_stretch`` and
     ``fitted_probe_ms``) on cores whose probe read ``probe_ms`` beside co-runners that
-    stretched it to ``stretch``."""
+    stretched it to ``stretch``, grown by the fit's contention slope."""
     t = on_cpu_s * probe_ratio(fitted_probe_ms, probe_ms)
-    k = fit.contention_per_stretch
+    k = contention_per_stretch
     if k and stretch is not None and fitted_stretch:
         t *= min(max(1.0 + k * (stretch - fitted_stretch), 0.5), 2.0)
     return t
@@ -86,7 +86,8 @@ def restart_wall_s(fit: RestartFit, stretch: float | None, probe_ms: float | Non
     if fit.rest_s is None or fit.on_cpu_s is None or fit.cpu_stretch is None:
         return None
     s = stretch if stretch is not None else fit.cpu_stretch
-    return fit.rest_s + on_core_s(fit.on_cpu_s, fit, s, probe_ms, fit.cpu_stretch,
+    k = fit.contention_per_stretch
+    return fit.rest_s + on_core_s(fit.on_cpu_s, k, s, probe_ms, fit.cpu_stretch,
                                   fit.core_probe_ms) * s
 
 
@@ -99,10 +100,11 @@ def start_wall_s(fit: RestartFit, stretch: float | None, probe_ms: float | None
     if fit.start_rest_s is None or fit.start_cpu_stretch is None:
         return None
     s = stretch if stretch is not None else fit.start_cpu_stretch
+    k = fit.contention_per_stretch
     if fit.on_cpu_s is not None and fit.cpu_stretch is not None:
-        on = on_core_s(fit.on_cpu_s, fit, s, probe_ms, fit.cpu_stretch, fit.core_probe_ms)
+        on = on_core_s(fit.on_cpu_s, k, s, probe_ms, fit.cpu_stretch, fit.core_probe_ms)
     elif fit.start_on_cpu_s is not None:
-        on = on_core_s(fit.start_on_cpu_s, fit, s, probe_ms, fit.start_cpu_stretch,
+        on = on_core_s(fit.start_on_cpu_s, k, s, probe_ms, fit.start_cpu_stretch,
                        fit.start_core_probe_ms)
     else:
         return None

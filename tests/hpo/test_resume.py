@@ -131,14 +131,22 @@ def _kill_while_two_run(cmd: list[str], db: Path, executor: str) -> None:
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> dict[str, dict]:
-    """The table of each policy's sweep, run straight through on the local pool."""
+    """The table of each policy's sweep, run straight through on the local pool, with
+    its trace's events under ``"events"``."""
     folder = tmp_path_factory.mktemp("uninterrupted")
     out = {}
     for policy in INJECTED:
         scen = _scenario(folder, policy)
-        out[policy] = _run(_command(scen, folder / f"{policy}.db", "local"))
+        trace = folder / f"{policy}.jsonl"
+        out[policy] = _run(_command(scen, folder / f"{policy}.db", "local",
+                                    ("--trace", str(trace))))
         assert out[policy]["outage_s"] == 0 and out[policy]["preemptions"] == 0
+        out[policy]["events"] = _events(trace)
     return out
+
+
+def _events(trace: Path) -> list[dict]:
+    return [json.loads(line) for line in trace.read_text().splitlines()]
 
 
 def _replay(trace: Path, out: dict) -> None:
@@ -164,28 +172,40 @@ def _replay(trace: Path, out: dict) -> None:
         (rep["preemptions"], out["preemptions"])
 
 
-def _cut_by_the_stop(policy: str, out: dict, reference: dict, events: list[dict]) -> set[int]:
-    """Trials ``fail`` cancelled while they ran that the uninterrupted sweep completed.
-
-    Under ``fail`` the first failure cancels what is still running. The lost driver's
-    preempted attempts are re-run after the resume, so one of them may still be running
-    when the injected failure comes, where the uninterrupted sweep had finished it: which
-    trial that is depends on the machine's speed, not on the code. Such a trial must have
-    been running when the failure came (started, not ended); every other trial's row is
-    the uninterrupted sweep's, bit for bit."""
-    if policy != "fail":
-        return set()
-    ref = {row["trial"]: row for row in reference["trials_table"]}
-    cut = {row["trial"] for row in out["trials_table"]
-           if row["status"] == "cancelled" and ref[row["trial"]]["status"] == "completed"}
+def _running_at_the_failure(events: list[dict], trial: int) -> bool:
+    """Whether ``trial`` had started and never ended when the sweep's first real failure
+    (not a lost driver) came, in that sweep's own trace."""
     failed_at = next(i for i, e in enumerate(events) if e["event"] == "trial_failed"
                      and e.get("cause") != "driver_lost")
-    for trial in cut:
-        mine = [(i, e["event"]) for i, e in enumerate(events) if e.get("trial") == trial]
-        started = [i for i, kind in mine if kind == "trial_start" and i < failed_at]
-        ended = [i for i, kind in mine if kind == "trial_end"]
-        assert started and not ended, (trial, mine)
-    return cut
+    mine = [(i, e["event"]) for i, e in enumerate(events) if e.get("trial") == trial]
+    started = [i for i, kind in mine if kind == "trial_start" and i < failed_at]
+    ended = [i for i, kind in mine if kind == "trial_end"]
+    return bool(started) and not ended
+
+
+def _cut_by_the_stop(policy: str, out: dict, reference: dict,
+                     events: list[dict]) -> tuple[set[int], set[int]]:
+    """Trials ``fail`` cancelled in one sweep while they ran and the other completed:
+    (cancelled in the resumed sweep, cancelled in the uninterrupted one).
+
+    Under ``fail`` the first failure cancels what is still running. Which trials run
+    beside the injected failure depends on the machine's speed, not on the code: the
+    lost driver's preempted attempts are re-run after the resume, so one of them may
+    still run when the failure comes where the uninterrupted sweep had finished it, and
+    under load the uninterrupted sweep may be the slower one. Such a trial must have been
+    running at the failure (started, not ended) in the sweep that cancelled it, by its
+    own trace; every other trial's row is the uninterrupted sweep's, bit for bit."""
+    if policy != "fail":
+        return set(), set()
+    ref = {row["trial"]: row["status"] for row in reference["trials_table"]}
+    mine = {row["trial"]: row["status"] for row in out["trials_table"]}
+    cut_here = {t for t, s in mine.items() if s == "cancelled" and ref[t] == "completed"}
+    cut_there = {t for t, s in mine.items() if s == "completed" and ref[t] == "cancelled"}
+    for trial in cut_here:
+        assert _running_at_the_failure(events, trial), ("resumed", trial)
+    for trial in cut_there:
+        assert _running_at_the_failure(reference["events"], trial), ("uninterrupted", trial)
+    return cut_here, cut_there
 
 
 def _check_resumed(policy: str, executor: str, tmp_path: Path, reference: dict) -> dict:
@@ -198,16 +218,25 @@ def _check_resumed(policy: str, executor: str, tmp_path: Path, reference: dict) 
     # the running attempts were preempted by the lost driver, never failed (one that
     # its journal shows at its target is finished instead: MPI workers may outlive
     # rank 0 long enough to finish a short attempt before mpiexec ends them)
-    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    events = _events(trace)
     lost = [e for e in events if e.get("cause") == "driver_lost"]
     assert {e["event"] for e in lost} <= {"trial_preempted"}
     assert [e["event"] for e in events].count("sweep_resumed") == 1
-    cut = _cut_by_the_stop(policy, out, reference, events)
+    cut_here, cut_there = _cut_by_the_stop(policy, out, reference, events)
+    cut = cut_here | cut_there
     keep = [row for row in reference["trials_table"] if row["trial"] not in cut]
     assert [row for row in out["trials_table"] if row["trial"] not in cut] == keep
-    counts = dict(reference, trials_completed=reference["trials_completed"] - len(cut),
-                  trials_cancelled=reference["trials_cancelled"] + len(cut))
-    assert {k: out[k] for k in KEYS} == {k: counts[k] for k in KEYS}
+    moved = len(cut_here) - len(cut_there)
+    counts = dict(reference, trials_completed=reference["trials_completed"] - moved,
+                  trials_cancelled=reference["trials_cancelled"] + moved)
+    keys = KEYS
+    if cut and {out["best_trial"], reference["best_trial"]} & cut:
+        # a trial only one sweep completed may be that sweep's best: the best is then
+        # its own completed row's
+        keys = tuple(k for k in KEYS if not k.startswith("best_"))
+        best = next(r for r in out["trials_table"] if r["trial"] == out["best_trial"])
+        assert best["status"] == "completed" and best["value"] == out["best_value"], best
+    assert {k: out[k] for k in keys} == {k: counts[k] for k in keys}
     out["lost"] = len(lost)
     if policy == "retry":
         _replay(trace, out)
