@@ -91,7 +91,6 @@ class Timed:
             "layer_s": layer_s,
         }
 
-
     def _layer_medians(self, layer_steps: int) -> dict[str, float]:
         """Forward seconds per layer, the median over ``layer_steps`` extra steps (the
         statistic of the step time: one step a co-runner stalls does not move it, where
