@@ -13,6 +13,7 @@ import importlib
 import os
 import signal
 import sys
+from collections.abc import MutableMapping
 
 import click
 
@@ -92,7 +93,7 @@ def _sigterm(_signum, _frame) -> None:
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
 
-def one_blas_thread(environ: dict[str, str] | os._Environ[str] = os.environ) -> None:
+def one_blas_thread(environ: MutableMapping[str, str] = os.environ) -> None:
     """Run numpy's BLAS on one thread unless the user chose a count.
 
     OpenBLAS starts its threads, and allocates a buffer for each, when numpy is first
